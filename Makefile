@@ -1,0 +1,33 @@
+# Every target sets up .venv first if needed (tools/setup_env.sh is idempotent).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SETUP_STAMP := $(VENV)/.mmdet_pu-setup
+export OMP_NUM_THREADS ?= 2
+
+.PHONY: setup demo demo-multi test bench clean
+
+setup: $(SETUP_STAMP)
+
+$(SETUP_STAMP): setup.cfg setup.py pyproject.toml tools/setup_env.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash tools/setup_env.sh
+	touch $@
+
+## The main job on built-in synthetic data: CE vs naive PU vs PU vs upper bound.
+demo: setup
+	$(PY) tools/demo.py --variant binary
+
+## Multi-class demo: MultiPULoss + PriorUpdateHook vs CE.
+demo-multi: setup
+	$(PY) tools/demo.py --variant multi
+
+## The test suite.
+test: setup
+	$(PY) -m pytest -q tests
+
+## Benchmarks of benchmarks/README.md.
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf work_dirs .pytest_cache

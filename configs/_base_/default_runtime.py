@@ -1,0 +1,28 @@
+# Runtime shared by every experiment: registration, hooks, logging, environment.
+default_scope = 'mmdet'
+custom_imports = dict(imports=['mmdet_pu'], allow_failed_imports=False)
+
+default_hooks = dict(
+    timer=dict(type='IterTimerHook'),
+    logger=dict(type='LoggerHook', interval=10),
+    param_scheduler=dict(type='ParamSchedulerHook'),
+    # The paper keeps the model of the last iteration (Section 2.3).
+    checkpoint=dict(
+        type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1,
+        save_last=True),
+    sampler_seed=dict(type='DistSamplerSeedHook'),
+    visualization=dict(type='DetVisualizationHook'))
+
+env_cfg = dict(
+    cudnn_benchmark=False,
+    mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+    # tools/train.py switches to gloo when no GPU is available.
+    dist_cfg=dict(backend='nccl'))
+
+vis_backends = [dict(type='LocalVisBackend')]
+visualizer = dict(
+    type='DetLocalVisualizer', vis_backends=vis_backends, name='visualizer')
+log_processor = dict(type='LogProcessor', window_size=10, by_epoch=False)
+log_level = 'INFO'
+load_from = None
+resume = False

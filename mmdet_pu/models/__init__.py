@@ -1,0 +1,1 @@
+from . import backbones, dense_heads, losses, roi_heads  # noqa: F401

@@ -1,0 +1,88 @@
+"""Train a detector: MMDetection's ``tools/train.py`` with mmdet_pu registered.
+
+Usage::
+
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+        [--auto-scale-lr] [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
+"""
+import argparse
+import os
+import os.path as osp
+
+import torch
+from mmengine.config import Config, DictAction
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
+
+import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description='Train a detector')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument('--work-dir', help='the dir to save logs and models')
+    parser.add_argument(
+        '--amp', action='store_true', help='enable automatic mixed precision')
+    parser.add_argument(
+        '--auto-scale-lr', action='store_true',
+        help='scale the learning rate with the total batch size')
+    parser.add_argument(
+        '--resume', nargs='?', type=str, const='auto',
+        help='resume from CKPT, or from the latest checkpoint of the work dir '
+        'when no path is given')
+    parser.add_argument(
+        '--cfg-options', nargs='+', action=DictAction,
+        help='override config settings, e.g. '
+        'model.roi_head.bbox_head.loss_cls.prior=0.035')
+    parser.add_argument(
+        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none', help='job launcher')
+    # torch.distributed.launch passes --local-rank (torch >= 2.0)
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def build_cfg(args):
+    cfg = Config.fromfile(args.config)
+    cfg.launcher = args.launcher
+    if args.cfg_options is not None:
+        cfg.merge_from_dict(args.cfg_options)
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir', None) is None:
+        cfg.work_dir = osp.join('./work_dirs',
+                                osp.splitext(osp.basename(args.config))[0])
+    if args.launcher != 'none' and not torch.cuda.is_available():
+        # NCCL needs GPUs; gloo runs the same job on CPUs.
+        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    if args.amp:
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.loss_scale = 'dynamic'
+    if args.auto_scale_lr:
+        if 'base_batch_size' not in cfg.get('auto_scale_lr', {}):
+            raise RuntimeError('--auto-scale-lr needs `auto_scale_lr = dict('
+                               'base_batch_size=...)` in the config '
+                               f'{args.config}')
+        cfg.auto_scale_lr.enable = True
+    if args.resume == 'auto':
+        cfg.resume = True
+        cfg.load_from = None
+    elif args.resume is not None:
+        cfg.resume = True
+        cfg.load_from = args.resume
+    return cfg
+
+
+def main():
+    args = parse_args()
+    cfg = build_cfg(args)
+    runner = (Runner.from_cfg(cfg) if 'runner_type' not in cfg
+              else RUNNERS.build(cfg))
+    runner.train()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,71 @@
+# What every cell dataset shares: CellCocoDataset on the layout written by
+# data_prep/prepare.py (docs/design.md), the pipelines, loaders, metric and loops.
+# A dataset base inherits this file and sets data_root, num_classes, metainfo,
+# prepare_cmd (into the three loaders), the batch size and its test loop.
+dataset_type = 'CellCocoDataset'
+backend_args = None
+# CellCocoDataset image metadata the tiled loops and the metric read from data samples.
+cell_meta_keys = ('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor',
+                  'flip', 'flip_direction', 'source', 'x0', 'y0', 'tiles')
+
+train_pipeline = [
+    dict(type='LoadImageFromFile', backend_args=backend_args),
+    dict(type='LoadAnnotations', with_bbox=True),
+    dict(type='RandomFlip', prob=0.5),  # horizontal flip (Section 2.3)
+    dict(type='PackDetInputs', meta_keys=cell_meta_keys),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile', backend_args=backend_args),
+    # no resizing; sets scale_factor, which the heads need to rescale predictions
+    dict(type='Resize', scale_factor=1.0),
+    dict(type='LoadAnnotations', with_bbox=True),
+    dict(type='PackDetInputs', meta_keys=cell_meta_keys),
+]
+
+train_dataloader = dict(
+    batch_size=8,  # Section 2.3
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='InfiniteSampler', shuffle=True),
+    dataset=dict(
+        type=dataset_type,
+        ann_file='annotations/fold0/train.json',
+        data_prefix=dict(img='images/'),
+        # Every tile is kept, with or without cells: unannotated tiles are unlabeled data.
+        # The experiment config sets `deletion` (configs/_base_/deletion/) on train/val.
+        filter_cfg=dict(filter_empty_gt=False),
+        pipeline=train_pipeline,
+        backend_args=backend_args))
+val_dataloader = dict(
+    batch_size=1,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=False,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(
+        type=dataset_type,
+        ann_file='annotations/fold0/val.json',
+        data_prefix=dict(img='images/'),
+        test_mode=True,
+        pipeline=test_pipeline,
+        backend_args=backend_args))
+test_dataloader = dict(
+    batch_size=1,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=False,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(
+        type=dataset_type,
+        # whole test images for tiled evaluation; `test.json` holds their tiles
+        ann_file='annotations/fold0/test_whole.json',
+        data_prefix=dict(img='images/'),
+        test_mode=True,
+        pipeline=test_pipeline,
+        backend_args=backend_args))
+
+# SPEC §6: score >= 0.5, greedy matching at IoU >= 0.5 (radius=<px> for centre distance).
+val_evaluator = dict(type='CellDetMetric', score_thr=0.5, iou_thr=0.5)
+test_evaluator = val_evaluator
+val_cfg = dict(type='ValLoop')
+test_cfg = dict(type='TestLoop')

@@ -1,0 +1,20 @@
+# Synthetic H&E-like images, multi-class: tumor, lymphocyte and stromal nuclei.
+# Prepare: python data_prep/prepare.py synthetic --variant multi --out data/synthetic_multi
+# 512 px images split 4:1:1 by image (fold0 only), tiled 256 px for train/val; the test
+# images are evaluated whole by tiled inference (TiledTestLoop).
+_base_ = './_cell_coco.py'
+
+data_root = 'data/synthetic_multi/'
+num_classes = 3
+metainfo = dict(
+    classes=('tumor', 'lymphocyte', 'stromal'),
+    palette=[(220, 20, 60), (0, 0, 230), (0, 160, 0)])
+prepare_cmd = ('python data_prep/prepare.py synthetic --variant multi '
+               '--out data/synthetic_multi')
+
+# the loaders of ./_cell_coco.py, pointed at this dataset
+dataset_fields = dict(data_root=data_root, metainfo=metainfo, prepare_cmd=prepare_cmd)
+train_dataloader = dict(batch_size=4, dataset=dataset_fields)
+val_dataloader = dict(dataset=dataset_fields)
+test_dataloader = dict(dataset=dataset_fields)
+test_cfg = dict(type='TiledTestLoop', tile_size=256, overlap=0, nms_iou=0.3)

@@ -1,0 +1,175 @@
+"""Incomplete-annotation protocols: seeded deletion of annotations (Section 3.1).
+
+A scheme decides, for one image (patch), which of its annotations stay. The choice is
+drawn from a generator seeded with ``(seed, hash(image key))``, the key being the image's
+COCO ``file_name``, so it is reproducible and independent of the dataset order, of the
+other images and of the process. Complete annotations are ``deletion = None``.
+
+Every scheme takes ``subset``: the name of a boolean annotation field restricting the
+annotations that may be kept. TUPAC's protocol, "the original labels, then random
+deletion until one per patch" (Section 3.1.3), is ``KeepPerPatch(k=1,
+subset='original')`` on the complete (alternative) labels.
+
+The same scheme gives the same result inside :class:`~mmdet_pu.datasets.CellCocoDataset`
+(``deletion=...``) and in ``data_prep/delete.py`` (:func:`delete_from_coco`), as both
+present the annotations of an image in COCO file order.
+"""
+import copy
+import hashlib
+from collections import defaultdict
+
+import numpy as np
+from mmengine.registry import DefaultScope
+
+from mmdet_pu.registry import DELETION_SCHEMES
+
+
+class DeletionScheme:
+    """Base class: seeded per-image choice of the annotations to keep.
+
+    A subclass implements :meth:`choose` (which of the candidate annotations stay) and
+    lists in :attr:`fields` the annotation fields it reads besides ``category_id``.
+
+    Args:
+        seed: seed shared by all images (combined with each image's key).
+        subset: name of a boolean annotation field, or ``None``. When given, only the
+            annotations where the field is true are candidates; the others are always
+            deleted. TUPAC uses ``subset='original'`` to start from the original,
+            incomplete labels (SPEC §5; the field is written by ``prepare.py tupac``).
+    """
+
+    #: Annotation fields :meth:`choose` reads, besides ``category_id``.
+    fields = ()
+
+    def __init__(self, seed=0, subset=None):
+        if subset is not None and not (isinstance(subset, str) and subset):
+            raise ValueError(f'{type(self).__name__}: subset must be an annotation field '
+                             f'name or None, got {subset!r}')
+        self.seed = int(seed)
+        self.subset = subset
+
+    def rng(self, key):
+        """Generator for the image with key ``key`` (its ``file_name``)."""
+        digest = hashlib.sha256(str(key).encode('utf-8')).digest()
+        return np.random.default_rng([self.seed, int.from_bytes(digest[:8], 'little')])
+
+    def keep(self, key, anns):
+        """Sorted indices (into ``anns``) of the annotations of image ``key`` that stay.
+
+        Args:
+            key: image key (COCO ``file_name``); seeds the choice.
+            anns: the image's COCO annotation dicts, in file order, with
+                ``category_id``, the ``subset`` field and the scheme's :attr:`fields`.
+        """
+        self._check_fields(key, anns)
+        candidates = np.arange(len(anns))
+        if self.subset is not None:
+            candidates = np.flatnonzero([bool(ann[self.subset]) for ann in anns])
+        chosen = self.choose(self.rng(key), [anns[i] for i in candidates])
+        return np.sort(candidates[np.asarray(chosen, dtype=np.int64)])
+
+    def choose(self, rng, anns):
+        """Indices into ``anns`` (the candidates of one image) to keep, drawn with ``rng``."""
+        raise NotImplementedError
+
+    def _check_fields(self, key, anns):
+        needed = ('category_id', *self.fields) + ((self.subset, ) if self.subset else ())
+        for ann in anns:
+            missing = [name for name in needed if name not in ann]
+            if missing:
+                raise ValueError(f'{self!r}: annotation {ann.get("id")} of image {key} has '
+                                 f'no {", ".join(map(repr, missing))} field')
+
+    def __repr__(self):
+        args = ', '.join(f'{k}={v!r}' for k, v in vars(self).items())
+        return f'{type(self).__name__}({args})'
+
+
+def _top(rng, n, k, scores=None):
+    """``k`` of ``n`` indices: at random, or the ``k`` highest scores (random ties)."""
+    order = rng.permutation(n)
+    if scores is not None:
+        order = order[np.argsort(-np.asarray(scores, np.float64)[order], kind='stable')]
+    return order[:k]
+
+
+@DELETION_SCHEMES.register_module()
+class KeepPerPatch(DeletionScheme):
+    """Keep at most ``k`` annotations per image (patch), all classes together.
+
+    ``order='random'``: a uniformly random subset (MITOS keep-1, CRCHisto keep-1/2/5;
+    TUPAC keep-1 among the original labels with ``subset='original'``).
+    ``order='score'``: the ``k`` annotations with the highest ``score`` (MITOS: the
+    pathologists' agreement, "keep the most confident cell"), ties broken at random.
+    """
+
+    ORDERS = ('random', 'score')
+
+    def __init__(self, k=1, order='random', seed=0, subset=None):
+        super().__init__(seed, subset)
+        if int(k) != k or k < 1:
+            raise ValueError(f'KeepPerPatch: k must be a positive integer, got {k!r}')
+        if order not in self.ORDERS:
+            raise ValueError(f'KeepPerPatch: order must be one of {self.ORDERS}, '
+                             f'got {order!r}')
+        self.k = int(k)
+        self.order = order
+
+    @property
+    def fields(self):
+        return ('score', ) if self.order == 'score' else ()
+
+    def choose(self, rng, anns):
+        scores = [ann['score'] for ann in anns] if self.order == 'score' else None
+        return _top(rng, len(anns), self.k, scores)
+
+
+@DELETION_SCHEMES.register_module()
+class CapPerClass(DeletionScheme):
+    """Keep at most ``k`` annotations of each class per image, at random (NuCLS)."""
+
+    def __init__(self, k=10, seed=0, subset=None):
+        super().__init__(seed, subset)
+        if int(k) != k or k < 1:
+            raise ValueError(f'CapPerClass: k must be a positive integer, got {k!r}')
+        self.k = int(k)
+
+    def choose(self, rng, anns):
+        labels = np.asarray([ann['category_id'] for ann in anns])
+        chosen = [members[_top(rng, len(members), self.k)]
+                  for members in (np.flatnonzero(labels == c) for c in np.unique(labels))]
+        return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+
+
+def build_deletion(cfg):
+    """A scheme from a ``DELETION_SCHEMES`` config dict; ``None`` (complete) stays None."""
+    if cfg is None or isinstance(cfg, DeletionScheme):
+        return cfg
+    # Build in the registry's own scope: configs run under default_scope='mmdet', whose
+    # registry tree does not hold DELETION_SCHEMES.
+    with DefaultScope.overwrite_default_scope(DELETION_SCHEMES.scope):
+        return DELETION_SCHEMES.build(cfg)
+
+
+def delete_from_coco(coco, scheme):
+    """A copy of COCO dict ``coco`` without the annotations ``scheme`` deletes.
+
+    Images and categories are unchanged (an image may be left with no annotation: it is
+    still unlabeled data). ``scheme`` is a :class:`DeletionScheme`, a config dict or
+    ``None`` (nothing deleted).
+    """
+    scheme = build_deletion(scheme)
+    if scheme is None:
+        return copy.deepcopy(coco)
+    file_names = {img['id']: img['file_name'] for img in coco['images']}
+    per_image = defaultdict(list)
+    for ann in coco['annotations']:
+        if ann['image_id'] not in file_names:
+            raise ValueError(f"annotation {ann.get('id')} refers to image_id "
+                             f"{ann['image_id']}, which is not in 'images'")
+        per_image[ann['image_id']].append(ann)
+    kept_ids = set()
+    for image_id, anns in per_image.items():
+        kept_ids.update(id(anns[i]) for i in scheme.keep(file_names[image_id], anns))
+    kept = [ann for ann in coco['annotations'] if id(ann) in kept_ids]
+    return copy.deepcopy(dict(coco, annotations=kept))

@@ -1,0 +1,3 @@
+from .prior_update_hook import PriorUpdateHook
+
+__all__ = ['PriorUpdateHook']

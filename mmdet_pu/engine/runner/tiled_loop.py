@@ -1,0 +1,146 @@
+"""Whole-image evaluation by tiled inference, as MMEngine test/val loops (SPEC §6).
+
+The dataloader yields whole images. Each one is cut into ``tile_size`` windows (stride
+``tile_size - overlap``, last window flush with the border), the windows are run through
+the model's ``test_step`` (its data preprocessor normalises and pads every tile, so a
+plain checkpoint is used unchanged), the boxes are shifted back to image coordinates and
+merged with class-wise NMS. The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
+``DetVisualizationHook`` for ``--show-dir``) then receive one data sample per whole image,
+carrying its ground truth and the merged ``pred_instances``.
+
+Select it in a config::
+
+    test_cfg = dict(type='TiledTestLoop', tile_size=500, overlap=100, nms_iou=0.3)
+
+``nms_iou`` should equal the model's ``test_cfg.rcnn.nms.iou_threshold`` so that images
+no larger than one tile are left as the model predicted them.
+"""
+from typing import Dict, List, Sequence, Union
+
+import torch
+from mmengine.evaluator import Evaluator
+from mmengine.runner import TestLoop, ValLoop, autocast
+from torch.utils.data import DataLoader
+
+from mmdet.registry import LOOPS
+from mmdet.structures import DetDataSample
+from .tile_merge import merge_tile_predictions, tile_windows
+
+
+class TiledInferenceMixin:
+    """Predicts one whole image from its tiles; shared by the test and val loops.
+
+    Args:
+        tile_size (int): side of the square tiles in input pixels (the packed image;
+            equal to original pixels when the test pipeline does not resize).
+        overlap (int): overlap of neighbouring tiles in pixels, ``0 <= overlap <
+            tile_size``. Defaults to 0.
+        nms_iou (float): IoU threshold of the class-wise NMS merging the tiles.
+            Defaults to 0.3 (SPEC §6).
+        tile_batch_size (int): tiles per forward pass. Defaults to 8.
+        max_per_img (int): cap on the merged detections per image; -1 (default) keeps
+            all, each tile being capped by the model's ``test_cfg``.
+    """
+
+    def _init_tiling(self, tile_size: int, overlap: int, nms_iou: float,
+                     tile_batch_size: int, max_per_img: int) -> None:
+        if not (isinstance(tile_size, int) and tile_size > 0):
+            raise ValueError(f'{type(self).__name__}: tile_size must be a positive int, '
+                             f'got {tile_size!r}')
+        if not 0 <= overlap < tile_size:
+            raise ValueError(f'{type(self).__name__}: overlap must be in [0, tile_size='
+                             f'{tile_size}), got {overlap!r}')
+        if not 0 < nms_iou <= 1:
+            raise ValueError(f'{type(self).__name__}: nms_iou must be in (0, 1], got '
+                             f'{nms_iou!r}')
+        if tile_batch_size < 1:
+            raise ValueError(f'{type(self).__name__}: tile_batch_size must be >= 1, got '
+                             f'{tile_batch_size!r}')
+        self.tile_size = tile_size
+        self.overlap = overlap
+        self.nms_iou = nms_iou
+        self.tile_batch_size = tile_batch_size
+        self.max_per_img = max_per_img
+
+    def predict_tiled(self, step, data_batch: dict) -> List[DetDataSample]:
+        """Tiled prediction of every image of a dataloader batch.
+
+        Args:
+            step: the model's ``test_step`` or ``val_step``.
+            data_batch: ``dict(inputs=[CHW uint8 tensor, ...], data_samples=[...])``.
+
+        Returns:
+            The batch's data samples with ``pred_instances`` of the whole images.
+        """
+        return [self._predict_image(step, image, sample)
+                for image, sample in zip(data_batch['inputs'], data_batch['data_samples'])]
+
+    def _predict_image(self, step, image: torch.Tensor,
+                       sample: DetDataSample) -> DetDataSample:
+        height, width = image.shape[-2:]
+        windows = tile_windows(height, width, self.tile_size, self.overlap)
+        # Boxes come back rescaled to the original image (rescale=True); so must offsets.
+        scale_w, scale_h = sample.metainfo.get('scale_factor', (1.0, 1.0))
+        tile_preds, offsets = [], []
+        for start in range(0, len(windows), self.tile_batch_size):
+            chunk = windows[start:start + self.tile_batch_size]
+            tiles, tile_samples = [], []
+            for x0, y0, w, h in chunk:
+                tiles.append(image[..., y0:y0 + h, x0:x0 + w])
+                tile_samples.append(DetDataSample(metainfo=dict(
+                    sample.metainfo, img_shape=(h, w),
+                    ori_shape=(round(h / scale_h), round(w / scale_w)))))
+                offsets.append((x0 / scale_w, y0 / scale_h))
+            outputs = step(dict(inputs=tiles, data_samples=tile_samples))
+            tile_preds.extend(out.pred_instances for out in outputs)
+        sample.pred_instances = merge_tile_predictions(
+            tile_preds, offsets, nms_iou=self.nms_iou, max_per_img=self.max_per_img)
+        return sample
+
+
+@LOOPS.register_module()
+class TiledTestLoop(TiledInferenceMixin, TestLoop):
+    """``TestLoop`` that predicts whole images tile by tile and merges with NMS.
+
+    Args:
+        runner, dataloader, evaluator, fp16: as ``mmengine.runner.TestLoop``.
+        tile_size, overlap, nms_iou, tile_batch_size, max_per_img: see
+            :class:`TiledInferenceMixin`.
+    """
+
+    def __init__(self, runner, dataloader: Union[DataLoader, Dict],
+                 evaluator: Union[Evaluator, Dict, List], tile_size: int,
+                 overlap: int = 0, nms_iou: float = 0.3, tile_batch_size: int = 8,
+                 max_per_img: int = -1, fp16: bool = False) -> None:
+        super().__init__(runner, dataloader, evaluator, fp16=fp16)
+        self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
+
+    @torch.no_grad()
+    def run_iter(self, idx: int, data_batch: dict) -> None:
+        self.runner.call_hook('before_test_iter', batch_idx=idx, data_batch=data_batch)
+        with autocast(enabled=self.fp16):
+            outputs = self.predict_tiled(self.runner.model.test_step, data_batch)
+        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
+        self.runner.call_hook('after_test_iter', batch_idx=idx, data_batch=data_batch,
+                              outputs=outputs)
+
+
+@LOOPS.register_module()
+class TiledValLoop(TiledInferenceMixin, ValLoop):
+    """``ValLoop`` counterpart of :class:`TiledTestLoop` (validation on whole images)."""
+
+    def __init__(self, runner, dataloader: Union[DataLoader, Dict],
+                 evaluator: Union[Evaluator, Dict, List], tile_size: int,
+                 overlap: int = 0, nms_iou: float = 0.3, tile_batch_size: int = 8,
+                 max_per_img: int = -1, fp16: bool = False) -> None:
+        super().__init__(runner, dataloader, evaluator, fp16=fp16)
+        self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
+
+    @torch.no_grad()
+    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
+        self.runner.call_hook('before_val_iter', batch_idx=idx, data_batch=data_batch)
+        with autocast(enabled=self.fp16):
+            outputs = self.predict_tiled(self.runner.model.val_step, data_batch)
+        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
+        self.runner.call_hook('after_val_iter', batch_idx=idx, data_batch=data_batch,
+                              outputs=outputs)

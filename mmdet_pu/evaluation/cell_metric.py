@@ -1,0 +1,251 @@
+"""Cell detection metric of the paper: per-image and pooled recall, precision, F1 (Section 3).
+
+For every test image and every class, detections with ``score >= score_thr`` are matched
+greedily to the ground truth (:mod:`mmdet_pu.evaluation.matching`), giving TP, FP and FN
+counts, and
+
+    recall = TP / (TP + FN),   precision = TP / (TP + FP),   F1 = 2 TP / (2 TP + FP + FN).
+
+The paper's "average recall / precision / F1" is the mean of these per-image values over
+the test images. The pooled (micro) values use the TP/FP/FN counts summed over the set.
+
+Undefined values (a zero denominator) are NaN and left out of the mean over images:
+
+* an image without ground truth of a class has no recall for it, one without predictions
+  of the class has no precision for it; an image with neither has no F1 either;
+* F1 is defined whenever the image has ground truth or predictions (it is 0 for an image
+  with false positives only, or with misses only), which equals the harmonic mean of
+  recall and precision whenever both are defined.
+
+Excluding undefined values rather than scoring them 1.0 keeps the average a statement
+about images that contain something to detect: in multi-class data many images lack a
+class, and counting each as perfect would inflate that class's average by the share of
+such images instead of measuring the detector. A quantity that is undefined for every
+image is reported as NaN.
+"""
+import csv
+import json
+import os.path as osp
+from typing import Optional, Sequence
+
+import numpy as np
+from mmengine.evaluator import BaseMetric
+from mmengine.logging import MessageHub, MMLogger, print_log
+from mmengine.utils import mkdir_or_exist
+
+from mmdet.registry import METRICS
+from .matching import count_per_class, match_image
+
+RATES = ('recall', 'precision', 'f1')
+
+
+def detection_rates(tp, fp, fn):
+    """Recall, precision and F1 from TP/FP/FN counts of any (matching) shape.
+
+    Returns:
+        dict ``{'recall', 'precision', 'f1'}`` of float arrays, NaN where undefined.
+    """
+    tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
+
+    def ratio(num, den):
+        return np.divide(num, den, out=np.full(np.shape(num), np.nan), where=den > 0)
+
+    return dict(recall=ratio(tp, tp + fn), precision=ratio(tp, tp + fp),
+                f1=ratio(2 * tp, 2 * tp + fp + fn))
+
+
+def nanmean(values, axis=None):
+    """Mean over the defined (non-NaN) values; NaN, without a warning, if there are none."""
+    values = np.asarray(values, dtype=np.float64)
+    count = np.sum(~np.isnan(values), axis=axis)
+    total = np.nansum(values, axis=axis)
+    return np.divide(total, count, out=np.full(np.shape(total), np.nan), where=count > 0)
+
+
+def _to_numpy(value):
+    """Tensor, mmdet ``BaseBoxes`` or array-like as a numpy array."""
+    value = getattr(value, 'tensor', value)  # HorizontalBoxes -> tensor
+    if hasattr(value, 'detach'):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+@METRICS.register_module()
+class CellDetMetric(BaseMetric):
+    """Per-image and pooled recall, precision and F1 of cell detections, per class.
+
+    Each data sample must hold ``pred_instances`` (``bboxes``, ``scores``, ``labels`` in
+    original image coordinates, as returned by mmdet detectors) and ``gt_instances``
+    (``bboxes``, ``labels``; in the test pipeline load annotations after any resize, as
+    mmdet's own configs do, so that they are in original coordinates too).
+
+    Metric names (with the default prefix ``cell``), for each class name ``<c>``:
+    ``cell/<c>/avg_{recall,precision,f1}`` (mean over images),
+    ``cell/<c>/pooled_{recall,precision,f1}`` (from summed counts),
+    ``cell/<c>/{tp,fp,fn}``, and the means over classes ``cell/avg_{recall,precision,f1}``
+    and ``cell/pooled_{recall,precision,f1}`` (classes absent from the set, NaN, are left
+    out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
+
+    Args:
+        score_thr (float): detections with a lower score are discarded. Defaults to 0.5.
+        iou_thr (float): a detection matches a ground truth with IoU ``>= iou_thr``.
+            Defaults to 0.5.
+        radius (float, optional): if set, match by centre distance ``<= radius`` pixels
+            instead of IoU (MITOS-ATYPIA-14: 32 px, TUPAC: 30 px). Defaults to None.
+        dump_per_image (bool): write the per-image counts and values to
+            ``<dump dir>/<stage>_per_image.json`` and ``.csv`` (``stage`` is ``val`` or
+            ``test``, the loop that runs; files are overwritten by the next evaluation of
+            the same stage). The JSON holds the settings, ``prefix``, ``metrics`` (the
+            logged names and values, NaN as null) and ``images`` (per image: ``img_id``,
+            ``img_path`` and per-class lists ``tp``, ``fp``, ``fn``, ``recall``,
+            ``precision``, ``f1``); ``tools/compare.py`` and ``tools/sweep_prior.py``
+            read it. Defaults to True.
+        out_dir (str, optional): the dump dir. Defaults to ``<work_dir>/cell_metrics`` of
+            the running mmengine Runner (found through its log file,
+            ``<work_dir>/<timestamp>/<timestamp>.log``); outside a Runner nothing is
+            dumped unless ``out_dir`` is given. Several Runners created in one process
+            with the same experiment name share mmengine's logger, hence this folder:
+            give them distinct experiment names or set ``out_dir``.
+        collect_device (str): ``'cpu'`` or ``'gpu'``, for distributed collection.
+        prefix (str, optional): metric name prefix. Defaults to ``'cell'``.
+    """
+    default_prefix: Optional[str] = 'cell'
+
+    def __init__(self,
+                 score_thr: float = 0.5,
+                 iou_thr: float = 0.5,
+                 radius: Optional[float] = None,
+                 dump_per_image: bool = True,
+                 out_dir: Optional[str] = None,
+                 collect_device: str = 'cpu',
+                 prefix: Optional[str] = None) -> None:
+        super().__init__(collect_device=collect_device, prefix=prefix)
+        if not 0 < iou_thr <= 1:
+            raise ValueError(f'CellDetMetric: iou_thr must be in (0, 1], got {iou_thr}')
+        if radius is not None and radius <= 0:
+            raise ValueError(f'CellDetMetric: radius must be positive, got {radius}')
+        self.score_thr = score_thr
+        self.iou_thr = iou_thr
+        self.radius = radius
+        self.dump_per_image = dump_per_image
+        self.out_dir = out_dir
+
+    @property
+    def classes(self) -> tuple:
+        if not self.dataset_meta or 'classes' not in self.dataset_meta:
+            raise RuntimeError('CellDetMetric needs dataset_meta["classes"]; the loop '
+                               'sets it from the dataset metainfo')
+        return tuple(self.dataset_meta['classes'])
+
+    def process(self, data_batch: dict, data_samples: Sequence[dict]) -> None:
+        """Match the predictions of each image and keep its per-class counts."""
+        num_classes = len(self.classes)
+        for sample in data_samples:
+            pred, gt = sample['pred_instances'], sample['gt_instances']
+            pred_labels, gt_labels = _to_numpy(pred['labels']), _to_numpy(gt['labels'])
+            match = match_image(
+                _to_numpy(pred['bboxes']), _to_numpy(pred['scores']), pred_labels,
+                _to_numpy(gt['bboxes']), gt_labels, score_thr=self.score_thr,
+                iou_thr=self.iou_thr, radius=self.radius)
+            tp, fp, fn = count_per_class(match, pred_labels, gt_labels, num_classes)
+            img_id = sample.get('img_id')
+            self.results.append(dict(
+                img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
+                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn))
+
+    def compute_metrics(self, results: list) -> dict:
+        """Per-class and class-mean metrics from the per-image counts."""
+        classes = self.classes
+        counts = {k: np.array([r[k] for r in results], dtype=np.int64).reshape(
+            len(results), len(classes)) for k in ('tp', 'fp', 'fn')}
+        per_image = detection_rates(counts['tp'], counts['fp'], counts['fn'])
+        pooled = detection_rates(*(counts[k].sum(0) for k in ('tp', 'fp', 'fn')))
+        average = {rate: nanmean(per_image[rate], axis=0) for rate in RATES}
+
+        metrics = {}
+        for c, name in enumerate(classes):
+            for rate in RATES:
+                metrics[f'{name}/avg_{rate}'] = float(average[rate][c])
+            for rate in RATES:
+                metrics[f'{name}/pooled_{rate}'] = float(pooled[rate][c])
+            for k in ('tp', 'fp', 'fn'):
+                metrics[f'{name}/{k}'] = int(counts[k][:, c].sum())
+        for rate in RATES:
+            metrics[f'avg_{rate}'] = float(nanmean(average[rate]))
+            metrics[f'pooled_{rate}'] = float(nanmean(pooled[rate]))
+
+        print_log(self._summary(metrics, len(results)), logger='current')
+        if self.dump_per_image:
+            self._dump(results, counts, per_image, metrics)
+        return metrics
+
+    def _criterion(self) -> str:
+        return (f'centre distance <= {self.radius} px' if self.radius is not None
+                else f'IoU >= {self.iou_thr}')
+
+    def _summary(self, metrics: dict, num_images: int) -> str:
+        """A per-class table for the log."""
+        header = ('class', 'TP', 'FP', 'FN', 'avg R', 'avg P', 'avg F1',
+                  'pooled R', 'pooled P', 'pooled F1')
+        rows = [header]
+        for name in self.classes:
+            rows.append((name, *(str(metrics[f'{name}/{k}']) for k in ('tp', 'fp', 'fn')),
+                         *(f'{metrics[f"{name}/{kind}_{rate}"]:.4f}'
+                           for kind in ('avg', 'pooled') for rate in RATES)))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+        return (f'CellDetMetric on {num_images} images (score >= {self.score_thr}, '
+                f'{self._criterion()}):\n' + '\n'.join(lines))
+
+    def _dump_dir(self) -> Optional[str]:
+        if self.out_dir is not None:
+            return self.out_dir
+        log_file = MMLogger.get_current_instance().log_file
+        if log_file is None:
+            return None
+        return osp.join(osp.dirname(osp.dirname(log_file)), 'cell_metrics')
+
+    def _dump(self, results, counts, per_image, metrics) -> None:
+        """Write ``<stage>_per_image.json`` (everything) and ``.csv`` (one row per
+        image and class)."""
+        out_dir = self._dump_dir()
+        if out_dir is None:
+            print_log('CellDetMetric: no out_dir and no Runner work dir; per-image '
+                      'values are not written', logger='current')
+            return
+        mkdir_or_exist(out_dir)
+        stage = MessageHub.get_current_instance().get_info('loop_stage', 'test')
+        stage = stage if stage in ('val', 'test') else 'test'
+        classes = list(self.classes)
+
+        def clean(values):  # JSON has no NaN: undefined -> null
+            return [None if np.isnan(v) else float(v) for v in values]
+
+        images = []
+        for i, result in enumerate(results):
+            entry = dict(img_id=result['img_id'], img_path=result['img_path'])
+            entry.update({k: counts[k][i].tolist() for k in ('tp', 'fp', 'fn')})
+            entry.update({rate: clean(per_image[rate][i]) for rate in RATES})
+            images.append(entry)
+        head = f'{self.prefix}/' if self.prefix else ''
+        report = dict(
+            stage=stage, classes=classes, score_thr=self.score_thr,
+            iou_thr=self.iou_thr, radius=self.radius, prefix=self.prefix,
+            metrics={head + k: (None if isinstance(v, float) and np.isnan(v) else v)
+                     for k, v in metrics.items()},
+            images=images)
+        json_file = osp.join(out_dir, f'{stage}_per_image.json')
+        with open(json_file, 'w') as f:
+            json.dump(report, f, indent=1)
+
+        with open(osp.join(out_dir, f'{stage}_per_image.csv'), 'w', newline='') as f:
+            writer = csv.writer(f)
+            writer.writerow(['img_id', 'img_path', 'class', 'tp', 'fp', 'fn', *RATES])
+            for entry in images:
+                for c, name in enumerate(classes):
+                    writer.writerow([entry['img_id'], entry['img_path'], name,
+                                     *(entry[k][c] for k in ('tp', 'fp', 'fn')),
+                                     *('' if entry[r][c] is None else entry[r][c]
+                                       for r in RATES)])
+        print_log(f'CellDetMetric: per-image values written to {json_file}',
+                  logger='current')

@@ -1,0 +1,127 @@
+"""Greedy one-to-one matching of detections to ground-truth cells (SPEC §6).
+
+Predictions with ``score >= score_thr`` are visited in descending score order. Each one
+is paired with the *unmatched* ground truth of its own class that it overlaps most (IoU
+criterion) or whose centre is closest (distance criterion). The prediction is a true
+positive (TP) if that pair passes the criterion (IoU ``>= iou_thr`` or centre distance
+``<= radius`` px); the ground truth is then consumed. Otherwise the prediction is a false
+positive (FP) and the ground truth stays available. Ground truths left unmatched are false
+negatives (FN). Boxes are ``(x1, y1, x2, y2)`` in pixels; IoU uses continuous coordinates
+(no ``+1``), as ``mmdet.structures.bbox.bbox_overlaps``.
+"""
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+
+class ImageMatch(NamedTuple):
+    """Outcome of matching the detections of one image.
+
+    Attributes:
+        kept: (N,) bool, prediction passed the score threshold (only those are matched).
+        pred_tp: (N,) bool, prediction is a TP (always ``False`` where not ``kept``).
+        gt_matched: (M,) bool, ground truth was matched by a TP (``False`` means FN).
+    """
+    kept: np.ndarray
+    pred_tp: np.ndarray
+    gt_matched: np.ndarray
+
+
+def box_iou(boxes_a, boxes_b):
+    """(A, B) IoU matrix of two sets of ``(x1, y1, x2, y2)`` boxes."""
+    a = np.asarray(boxes_a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(boxes_b, dtype=np.float64).reshape(-1, 4)
+    width = (np.minimum(a[:, None, 2], b[None, :, 2])
+             - np.maximum(a[:, None, 0], b[None, :, 0])).clip(min=0)
+    height = (np.minimum(a[:, None, 3], b[None, :, 3])
+              - np.maximum(a[:, None, 1], b[None, :, 1])).clip(min=0)
+    inter = width * height
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+def centre_distance(boxes_a, boxes_b):
+    """(A, B) Euclidean distances between the centres of two sets of boxes."""
+    a = np.asarray(boxes_a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(boxes_b, dtype=np.float64).reshape(-1, 4)
+    centre_a = (a[:, :2] + a[:, 2:]) / 2
+    centre_b = (b[:, :2] + b[:, 2:]) / 2
+    return np.linalg.norm(centre_a[:, None, :] - centre_b[None, :, :], axis=-1)
+
+
+def match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
+                score_thr: float = 0.5, iou_thr: float = 0.5,
+                radius: Optional[float] = None) -> ImageMatch:
+    """Match the detections of one image to its ground truth, class by class.
+
+    Args:
+        pred_bboxes: (N, 4) predicted boxes.
+        pred_scores: (N,) confidence scores.
+        pred_labels: (N,) class indices.
+        gt_bboxes: (M, 4) ground-truth boxes.
+        gt_labels: (M,) class indices.
+        score_thr: predictions with a lower score are ignored.
+        iou_thr: a pair is a TP if its IoU is ``>= iou_thr`` (unused with ``radius``).
+        radius: if given, the criterion is centre distance ``<= radius`` px instead.
+
+    Returns:
+        ImageMatch. Ties (equal scores, equal overlaps) resolve to the lower index.
+    """
+    pred_bboxes = np.asarray(pred_bboxes, dtype=np.float64).reshape(-1, 4)
+    pred_scores = np.asarray(pred_scores, dtype=np.float64).reshape(-1)
+    pred_labels = np.asarray(pred_labels).reshape(-1)
+    gt_bboxes = np.asarray(gt_bboxes, dtype=np.float64).reshape(-1, 4)
+    gt_labels = np.asarray(gt_labels).reshape(-1)
+    if not len(pred_bboxes) == len(pred_scores) == len(pred_labels):
+        raise ValueError(
+            f'predictions: {len(pred_bboxes)} boxes, {len(pred_scores)} scores and '
+            f'{len(pred_labels)} labels; expected the same number')
+    if len(gt_bboxes) != len(gt_labels):
+        raise ValueError(f'ground truth: {len(gt_bboxes)} boxes and {len(gt_labels)} '
+                         'labels; expected the same number')
+
+    kept = pred_scores >= score_thr
+    pred_tp = np.zeros(len(pred_bboxes), dtype=bool)
+    gt_matched = np.zeros(len(gt_bboxes), dtype=bool)
+    if radius is None:
+        # Higher is better: IoU; a pair passes with IoU >= iou_thr.
+        affinity = box_iou(pred_bboxes, gt_bboxes)
+        threshold = iou_thr
+    else:
+        # Higher is better: negative distance; a pair passes with distance <= radius.
+        affinity = -centre_distance(pred_bboxes, gt_bboxes)
+        threshold = -radius
+    # Pairs across classes can never match.
+    affinity[pred_labels[:, None] != gt_labels[None, :]] = -np.inf
+
+    order = np.argsort(-pred_scores, kind='stable')
+    for i in order[kept[order]]:
+        candidates = np.where(gt_matched, -np.inf, affinity[i])
+        if candidates.size == 0:
+            break
+        j = int(np.argmax(candidates))
+        if candidates[j] >= threshold:
+            pred_tp[i] = True
+            gt_matched[j] = True
+    return ImageMatch(kept, pred_tp, gt_matched)
+
+
+def count_per_class(match: ImageMatch, pred_labels, gt_labels, num_classes: int):
+    """TP, FP and FN counts per class of one matched image.
+
+    Returns:
+        Three (num_classes,) int arrays ``tp, fp, fn``.
+    """
+    pred_labels = np.asarray(pred_labels, dtype=np.int64).reshape(-1)
+    gt_labels = np.asarray(gt_labels, dtype=np.int64).reshape(-1)
+    for name, labels in (('prediction', pred_labels), ('ground-truth', gt_labels)):
+        bad = labels[(labels < 0) | (labels >= num_classes)]
+        if bad.size:
+            raise ValueError(f'{name} label {int(bad[0])} out of range: expected '
+                             f'0..{num_classes - 1} for {num_classes} classes')
+    tp = np.bincount(pred_labels[match.pred_tp], minlength=num_classes)
+    fp = np.bincount(pred_labels[match.kept & ~match.pred_tp], minlength=num_classes)
+    fn = np.bincount(gt_labels[~match.gt_matched], minlength=num_classes)
+    return tp, fp, fn

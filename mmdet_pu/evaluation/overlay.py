@@ -1,0 +1,119 @@
+"""TP / FP / FN overlays like the paper's result figures (Figs. 2-5).
+
+True positives are drawn green, false positives red (both as the predicted boxes) and
+false negatives yellow (the missed ground-truth boxes), one picture per class, with the
+class name and the counts, in the same colours, in a band above the image. Matching is the metric's
+(:func:`mmdet_pu.evaluation.matching.match_image`), so the picture shows exactly what
+:class:`CellDetMetric` counted.
+"""
+import os
+import os.path as osp
+import re
+from typing import Dict, Optional, Sequence
+
+import cv2
+import numpy as np
+
+from .matching import match_image
+
+#: BGR colours: TP green, FP red, FN yellow.
+COLOURS = dict(tp=(0, 200, 0), fp=(0, 0, 255), fn=(0, 230, 255))
+STYLES = ('box', 'dot')
+
+
+def draw_overlay(image: np.ndarray, tp_bboxes, fp_bboxes, fn_bboxes,
+                 title: str = '', style: str = 'box') -> np.ndarray:
+    """Draw TP (green), FP (red) and FN (yellow) boxes on a copy of a BGR image.
+
+    Args:
+        image: (H, W, 3) uint8 BGR image.
+        tp_bboxes, fp_bboxes, fn_bboxes: (K, 4) ``(x1, y1, x2, y2)`` boxes.
+        title: text (e.g. the class name) that starts the caption, a band added above
+            the image with the counts ``TP n  FP n  FN n`` in their colours.
+        style: ``'box'`` draws rectangles; ``'dot'`` draws filled dots at the box
+            centres, for crowded images (the paper's CRCHisto figure).
+
+    Returns:
+        (H + band, W, 3) uint8 image.
+    """
+    if style not in STYLES:
+        raise ValueError(f'style must be one of {STYLES}, got {style!r}')
+    canvas = np.ascontiguousarray(image.copy())
+    thickness = max(1, round(max(canvas.shape[:2]) / 400))
+    # FN first so that the prediction colours stay on top.
+    for kind, bboxes in (('fn', fn_bboxes), ('fp', fp_bboxes), ('tp', tp_bboxes)):
+        for x1, y1, x2, y2 in np.asarray(bboxes, dtype=np.float64).reshape(-1, 4):
+            if style == 'box':
+                cv2.rectangle(canvas, (round(x1), round(y1)), (round(x2), round(y2)),
+                              COLOURS[kind], thickness)
+            else:
+                cv2.circle(canvas, (round((x1 + x2) / 2), round((y1 + y2) / 2)),
+                           thickness + 2, COLOURS[kind], -1)
+    counts = {kind: len(np.asarray(bboxes).reshape(-1, 4)) for kind, bboxes in
+              (('tp', tp_bboxes), ('fp', fp_bboxes), ('fn', fn_bboxes))}
+    parts = [(title, (255, 255, 255))] if title else []
+    parts += [(f'{kind.upper()} {counts[kind]}', COLOURS[kind]) for kind in counts]
+    return np.concatenate([caption_band(parts, canvas.shape[1], thickness), canvas])
+
+
+def caption_band(parts: Sequence[tuple], width: int, thickness: int = 1) -> np.ndarray:
+    """A dark band with ``(text, BGR colour)`` parts written left to right, the font
+    shrunk so that the whole caption fits ``width``."""
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    text = '  '.join(part for part, _ in parts)
+    scale = 0.45 * thickness
+    text_width = cv2.getTextSize(text, font, scale, thickness)[0][0]
+    scale *= min(1.0, (width - 8) / max(text_width, 1))
+    height = cv2.getTextSize(text, font, scale, thickness)[0][1]
+    band = np.full((height + 10, width, 3), 40, np.uint8)
+    x = 4
+    for part, colour in parts:
+        cv2.putText(band, part, (x, height + 4), font, scale, colour, thickness,
+                    cv2.LINE_AA)
+        x += cv2.getTextSize(part + '  ', font, scale, thickness)[0][0]
+    return band
+
+
+def render_cell_overlays(image: np.ndarray, pred_bboxes, pred_scores, pred_labels,
+                         gt_bboxes, gt_labels, classes: Sequence[str],
+                         score_thr: float = 0.5, iou_thr: float = 0.5,
+                         radius: Optional[float] = None,
+                         style: str = 'box') -> Dict[str, np.ndarray]:
+    """Match one image's detections and draw one overlay per class.
+
+    Returns:
+        ``{class name: overlay image}`` for every class of ``classes``.
+    """
+    pred_bboxes = np.asarray(pred_bboxes, dtype=np.float64).reshape(-1, 4)
+    gt_bboxes = np.asarray(gt_bboxes, dtype=np.float64).reshape(-1, 4)
+    pred_labels = np.asarray(pred_labels).reshape(-1)
+    gt_labels = np.asarray(gt_labels).reshape(-1)
+    match = match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
+                        score_thr=score_thr, iou_thr=iou_thr, radius=radius)
+    overlays = {}
+    for c, name in enumerate(classes):
+        tp = pred_bboxes[match.pred_tp & (pred_labels == c)]
+        fp = pred_bboxes[match.kept & ~match.pred_tp & (pred_labels == c)]
+        fn = gt_bboxes[~match.gt_matched & (gt_labels == c)]
+        overlays[name] = draw_overlay(image, tp, fp, fn, title=name, style=style)
+    return overlays
+
+
+def overlay_paths(out_dir: str, img_path: str, classes: Sequence[str]) -> Dict[str, str]:
+    """Output file per class: ``<out_dir>/<image stem>.png`` for a single class,
+    ``<out_dir>/<image stem>_<class>.png`` otherwise."""
+    stem = osp.splitext(osp.basename(img_path))[0]
+    if len(classes) == 1:
+        return {classes[0]: osp.join(out_dir, f'{stem}.png')}
+    return {name: osp.join(out_dir, f'{stem}_{re.sub(r"[^A-Za-z0-9_.-]", "_", name)}.png')
+            for name in classes}
+
+
+def save_cell_overlays(out_dir: str, img_path: str, overlays: Dict[str, np.ndarray]):
+    """Write the overlays of :func:`render_cell_overlays` as PNGs; returns the paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = overlay_paths(out_dir, img_path, list(overlays))
+    for name, picture in overlays.items():
+        if not cv2.imwrite(paths[name], picture):
+            raise OSError(f'could not write overlay {paths[name]}')
+    return list(paths.values())

@@ -1,0 +1,3 @@
+from .vgg import VGG16
+
+__all__ = ['VGG16']

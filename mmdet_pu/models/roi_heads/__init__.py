@@ -1,0 +1,3 @@
+from .bde_bbox_head import BDEShared2FCBBoxHead
+
+__all__ = ['BDEShared2FCBBoxHead']

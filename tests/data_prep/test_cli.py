@@ -1,0 +1,91 @@
+"""Command-line behaviour of data_prep/prepare.py and data_prep/delete.py on bad input."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.io
+
+from data_prep.prepare import report_user_errors
+from tests._data import REPO
+from tests.data_prep.raw_fixtures import make_crchisto
+
+DETECTION = 'CRCHistoPhenotypes_2016_04_28/Detection'
+
+
+def run_script(script, *args):
+    """Run ``python data_prep/<script> ARGS`` from the repository root."""
+    return subprocess.run(
+        [sys.executable, str(REPO / 'data_prep' / script), *map(str, args)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, OMP_NUM_THREADS='1'))
+
+
+@pytest.fixture
+def malformed_raw(tmp_path):
+    raw = tmp_path / 'raw'
+    make_crchisto(raw, n_images=3)
+    scipy.io.savemat(raw / DETECTION / 'img2' / 'img2_detection.mat',
+                     {'detection': np.array([[5.0, np.nan]])})
+    return raw
+
+
+def test_prepare_reports_malformed_input_without_traceback(malformed_raw, tmp_path):
+    out = tmp_path / 'out'
+    result = run_script('prepare.py', 'crchisto', '--src', malformed_raw, '--out', out,
+                        '--no-progress')
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"prepare.py: error: {DETECTION}/img2/img2_detection.mat: row 1 of 'detection' "
+        'is not finite: [5.0, nan]')
+    assert 'Traceback' not in result.stderr
+    assert not out.exists()
+
+
+def test_prepare_reports_existing_output_and_missing_src(malformed_raw, tmp_path):
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'keep.txt').write_text('old')
+    result = run_script('prepare.py', 'synthetic', '--out', out, '--num-images', '6',
+                        '--no-progress')
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert result.stderr.startswith(f'prepare.py: error: {out} exists and is not empty')
+    assert [p.name for p in out.iterdir()] == ['keep.txt']
+    result = run_script('prepare.py', 'crchisto', '--src', tmp_path / 'nowhere', '--out',
+                        tmp_path / 'new')
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert 'nowhere: no such directory' in result.stderr
+    assert not (tmp_path / 'new').exists()
+
+
+def test_delete_reports_bad_input_without_traceback(tmp_path):
+    bad = tmp_path / 'train.json'
+    bad.write_text('{"images": [')
+    out = tmp_path / 'incomplete.json'
+    result = run_script('delete.py', bad, '--scheme', 'keep1_random', '--out', out)
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert result.stderr.startswith(f'delete.py: error: {bad}: cannot read a COCO JSON')
+    bad.write_text(json.dumps(dict(
+        images=[dict(id=1, file_name='a.png', width=9, height=9)], categories=[],
+        annotations=[dict(id=1, image_id=1, category_id=1, bbox=[0, 0, 2, 2])])))
+    result = run_script('delete.py', bad, '--scheme', 'tupac_original_keep1', '--out', out)
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert "annotation 1 of image a.png has no 'original' field" in result.stderr
+    assert not out.exists()
+
+
+def test_bugs_keep_their_traceback(capsys):
+    def failing(argv):
+        raise KeyError('a bug')
+
+    with pytest.raises(KeyError):
+        report_user_errors(failing)
+
+    def bad_input(argv):
+        raise FileNotFoundError('x.csv: not found')
+
+    assert report_user_errors(bad_input) == 2
+    assert capsys.readouterr().err.endswith('error: x.csv: not found\n')
+    assert report_user_errors(lambda argv: None) == 0

@@ -1,0 +1,148 @@
+import json
+from pathlib import Path
+
+import pytest
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+
+from data_prep import prepare
+from mmdet.registry import DATASETS
+from mmdet_pu.datasets import CellCocoDataset, DeletionScheme, delete_from_coco
+from tests._data import make_tiny_coco, write_tiny_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope='module')
+def synthetic_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('data') / 'synthetic_binary'
+    prepare.main(['synthetic', '--out', str(root), '--num-images', '6', '--size', '256',
+                  '--tile', '128', '--no-progress'])
+    return root
+
+
+def _dataset(root, ann='annotations/fold0/train.json', classes=('mitosis', ), **kwargs):
+    return CellCocoDataset(data_root=str(root) + '/', ann_file=ann,
+                           data_prefix=dict(img='images/'),
+                           metainfo=dict(classes=classes), pipeline=[], **kwargs)
+
+
+def test_complete_annotations_and_metadata(synthetic_root):
+    dataset = _dataset(synthetic_root)
+    coco = json.loads((synthetic_root / 'annotations/fold0/train.json').read_text())
+    assert len(dataset) == len(coco['images'])
+    assert sum(len(d['instances']) for d in dataset) == len(coco['annotations'])
+    info = dataset[1]
+    assert (info['x0'], info['y0']) == (128, 0)
+    assert info['source'].startswith('binary_') and info['tiles'] == [[0, 0, 128, 128]]
+    assert all(0.5 <= inst['score'] <= 1 for inst in info['instances'])
+    whole = _dataset(synthetic_root, 'annotations/fold0/test_whole.json', test_mode=True)
+    assert whole[0]['tiles'] == [[0, 0, 128, 128], [128, 0, 128, 128],
+                                 [0, 128, 128, 128], [128, 128, 128, 128]]
+
+
+def test_deletion_matches_the_exported_file(synthetic_root):
+    scheme = dict(type='KeepPerPatch', k=1, seed=3)
+    dataset = _dataset(synthetic_root, deletion=scheme)
+    assert all(len(d['instances']) <= 1 for d in dataset)
+    coco = json.loads((synthetic_root / 'annotations/fold0/train.json').read_text())
+    exported = delete_from_coco(coco, scheme)
+    boxes = sorted((a['image_id'], tuple(a['bbox'])) for a in exported['annotations'])
+    loaded = sorted((d['img_id'], (b[0], b[1], b[2] - b[0], b[3] - b[1]))
+                    for d in dataset for b in [i['bbox'] for i in d['instances']])
+    assert loaded == boxes
+    agreement = _dataset(synthetic_root, deletion=dict(type='KeepPerPatch', order='score'))
+    for info, complete in zip(agreement, _dataset(synthetic_root)):
+        if complete['instances']:
+            assert info['instances'][0]['score'] == max(
+                i['score'] for i in complete['instances'])
+
+
+def test_instances_keep_extra_fields_and_subset_deletion_matches_export(tmp_path):
+    make_tiny_coco(tmp_path, n_images=5, cells_per_image=4)
+    ann_file = tmp_path / 'annotations' / 'train.json'
+    coco = json.loads(ann_file.read_text())
+    for ann in coco['annotations']:
+        ann['original'] = ann['id'] % 3 != 0
+    ann_file.write_text(json.dumps(coco))
+    kwargs = dict(ann='annotations/train.json', classes=('cell0', ))
+    complete = _dataset(tmp_path, **kwargs)
+    flags = [inst['original'] for info in complete for inst in info['instances']]
+    assert flags == [ann['original'] for ann in coco['annotations']]
+    assert all(len(inst['point']) == 2 for info in complete for inst in info['instances'])
+    assert all('id' not in inst and 'area' not in inst
+               for info in complete for inst in info['instances'])
+
+    scheme = dict(type='KeepPerPatch', k=1, subset='original', seed=2)
+    dataset = _dataset(tmp_path, deletion=scheme, **kwargs)
+    exported = delete_from_coco(coco, scheme)
+    loaded = sorted((info['img_id'], tuple(inst['point']))
+                    for info in dataset for inst in info['instances'])
+    assert loaded == sorted((a['image_id'], tuple(a['point']))
+                            for a in exported['annotations'])
+    assert len(loaded) == len({a['image_id'] for a in coco['annotations'] if a['original']})
+    assert all(inst['original'] for info in dataset for inst in info['instances'])
+
+
+class DeleteAll(DeletionScheme):
+    def choose(self, rng, anns):
+        return []
+
+
+def test_images_emptied_by_deletion_stay_unlabeled_data(tmp_path):
+    make_tiny_coco(tmp_path, n_images=3)
+    ann_file = tmp_path / 'annotations' / 'train.json'
+    coco = json.loads(ann_file.read_text())
+    coco['annotations'] = [a for a in coco['annotations'] if a['image_id'] != 2]
+    ann_file.write_text(json.dumps(coco))
+    kwargs = dict(ann='annotations/train.json', classes=('cell0', ),
+                  filter_cfg=dict(filter_empty_gt=True))
+    dataset = _dataset(tmp_path, **kwargs)  # image 2 never had a cell
+    assert [d['img_id'] for d in dataset] == [1, 3]
+    emptied = _dataset(tmp_path, deletion=DeleteAll(), **kwargs)
+    assert [d['img_id'] for d in emptied] == [1, 3]
+    assert all(d['instances'] == [] for d in emptied)
+
+
+def test_missing_annotation_file_names_the_prepare_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r'python data_prep/prepare.py synthetic '
+                                                r'--out .*synthetic_multi'):
+        _dataset(tmp_path / 'synthetic_multi')
+    with pytest.raises(FileNotFoundError,
+                       match=r'prepare.py mitos14 --src <raw dataset dir> --out'):
+        _dataset(tmp_path / 'mitos14')
+    with pytest.raises(FileNotFoundError, match='run this'):
+        _dataset(tmp_path / 'x', prepare_cmd='run this')
+
+
+def test_dataset_config_packs_cell_metadata(synthetic_root):
+    init_default_scope('mmdet')
+    cfg = Config.fromfile(str(REPO / 'configs/_base_/datasets/synthetic_binary.py'))
+    for name in ('train_dataloader', 'test_dataloader'):
+        dataset_cfg = cfg[name]['dataset']
+        dataset_cfg['data_root'] = str(synthetic_root) + '/'
+        sample = DATASETS.build(dataset_cfg)[0]['data_samples']
+        for key in ('source', 'x0', 'y0', 'tiles'):
+            assert key in sample.metainfo
+    assert sample.metainfo['img_shape'] == (256, 256)  # the test set is whole images
+    assert sample.metainfo['scale_factor'] == (1.0, 1.0)  # needed to rescale predictions
+    assert len(sample.metainfo['tiles']) == 4
+    assert len(sample.gt_instances) > 0
+
+
+def test_trains_with_deletion(tmp_path):
+    make_tiny_coco(tmp_path / 'data', n_images=4, size=128)
+    extra = ("train_dataloader['dataset'].update(type='CellCocoDataset', "
+             "deletion=dict(type='KeepPerPatch', k=1))\n"
+             "val_dataloader = val_cfg = val_evaluator = None\n")
+    config = write_tiny_config(tmp_path / 'cfg.py', tmp_path / 'data', max_iters=2,
+                               extra=extra)
+    from mmengine.runner import Runner
+    cfg = Config.fromfile(config)
+    cfg.work_dir = str(tmp_path / 'work')
+    runner = Runner.from_cfg(cfg)
+    dataset = runner.train_dataloader.dataset
+    assert isinstance(dataset, CellCocoDataset)
+    assert all(len(dataset.get_data_info(i)['instances']) == 1 for i in range(len(dataset)))
+    runner.train()
+    assert (tmp_path / 'work' / 'iter_2.pth').exists()

@@ -1,0 +1,229 @@
+"""Matching (IoU and radius), per-image vs pooled metrics and edge cases of CellDetMetric."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from mmengine.evaluator import Evaluator
+from mmengine.structures import InstanceData
+
+from mmdet.registry import METRICS
+from mmdet.structures import DetDataSample
+from mmdet.structures.bbox import HorizontalBoxes
+from mmdet_pu.evaluation import CellDetMetric, count_per_class, match_image
+from mmdet_pu.evaluation.cell_metric import detection_rates
+from mmdet_pu.evaluation.matching import box_iou
+
+
+def box(x, y, w=10, h=10):
+    return [x, y, x + w, y + h]
+
+
+# ---------------------------------------------------------------- matching
+
+
+def test_box_iou_by_hand():
+    # overlap 5x10 = 50, union 150
+    assert box_iou([box(0, 0)], [box(5, 0)])[0, 0] == pytest.approx(50 / 150)
+    assert box_iou([box(0, 0)], [box(20, 0)])[0, 0] == 0
+    assert box_iou(np.zeros((0, 4)), [box(0, 0)]).shape == (0, 1)
+
+
+def test_greedy_by_score_not_by_overlap():
+    gt = [box(0, 0)]
+    # pred 0 (score 0.8) overlaps best, but pred 1 (score 0.9) comes first and passes
+    preds = [box(0, 0), box(2, 0)]  # IoU 1.0 and 80/120
+    m = match_image(preds, [0.8, 0.9], [0, 0], gt, [0])
+    assert m.pred_tp.tolist() == [False, True]
+    assert m.gt_matched.tolist() == [True]
+
+
+def test_best_unmatched_gt_is_taken_and_failed_pair_frees_the_gt():
+    gt = [box(0, 0), box(3, 0)]
+    preds = [box(3, 0),   # 0.9: IoU 1.0 with gt1, 70/130 with gt0 -> gt1
+             box(1, 0),   # 0.8: IoU 90/110 gt0 -> gt0
+             box(6, 0)]   # 0.7: both gt taken -> FP
+    m = match_image(preds, [0.9, 0.8, 0.7], [0, 0, 0], gt, [0, 0])
+    assert m.pred_tp.tolist() == [True, True, False]
+    assert m.gt_matched.all()
+
+    # the best pair of the first prediction fails (IoU 1/3): FP, gt stays for the next
+    m = match_image([box(5, 0), box(1, 0)], [0.9, 0.8], [0, 0], [box(0, 0)], [0])
+    assert m.pred_tp.tolist() == [False, True]
+
+
+def test_iou_threshold_is_inclusive_and_scores_below_thr_are_ignored():
+    gt = [box(0, 0, 10, 10)]
+    half = [0, 0, 10, 5]  # IoU exactly 0.5
+    assert match_image([half], [0.9], [0], gt, [0]).pred_tp.tolist() == [True]
+    assert match_image([half], [0.9], [0], gt, [0], iou_thr=0.6).pred_tp.tolist() == [False]
+    m = match_image([box(0, 0)], [0.49], [0], gt, [0])
+    assert m.kept.tolist() == [False] and not m.pred_tp.any() and not m.gt_matched.any()
+    tp, fp, fn = count_per_class(m, [0], [0], 1)
+    assert (tp.tolist(), fp.tolist(), fn.tolist()) == ([0], [0], [1])  # not an FP
+
+
+def test_labels_must_agree():
+    m = match_image([box(0, 0)], [0.9], [1], [box(0, 0)], [0])
+    tp, fp, fn = count_per_class(m, [1], [0], 2)
+    assert tp.tolist() == [0, 0] and fp.tolist() == [0, 1] and fn.tolist() == [1, 0]
+
+
+def test_radius_criterion_uses_centre_distance_not_iou():
+    gt = [box(0, 0, 32, 32)]  # centre (16, 16)
+    small = [13, 13, 19, 19]  # centre (16, 16): IoU 36/1024, distance 0
+    assert not match_image([small], [0.9], [0], gt, [0]).pred_tp[0]
+    assert match_image([small], [0.9], [0], gt, [0], radius=8).pred_tp[0]
+    shifted = [s + d for s, d in zip(box(0, 0, 32, 32), [8, 0, 8, 0])]  # distance 8
+    assert match_image([shifted], [0.9], [0], gt, [0], radius=8).pred_tp[0]
+    assert not match_image([shifted], [0.9], [0], gt, [0], radius=7.9).pred_tp[0]
+    # closest unmatched centre wins: gt1 is at distance 3, gt0 at 5
+    m = match_image([box(5, 0)], [0.9], [0], [box(0, 0), box(8, 0)], [0, 0], radius=8)
+    assert m.gt_matched.tolist() == [False, True]
+
+
+def test_match_rejects_inconsistent_input():
+    with pytest.raises(ValueError, match='2 boxes, 1 scores'):
+        match_image([box(0, 0), box(1, 1)], [0.9], [0, 0], [], [])
+    m = match_image([box(0, 0)], [0.9], [3], [], [])
+    with pytest.raises(ValueError, match='label 3 out of range'):
+        count_per_class(m, [3], [], 2)
+
+
+# ---------------------------------------------------------------- rates
+
+
+def test_detection_rates_definitions():
+    rates = detection_rates([1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 3, 0])
+    assert rates['recall'][0] == 1 and math.isnan(rates['recall'][1])
+    assert rates['recall'][2] == 0 and math.isnan(rates['recall'][3])
+    assert rates['precision'][1] == 0 and math.isnan(rates['precision'][2])
+    assert rates['f1'].tolist()[:3] == [1, 0, 0] and math.isnan(rates['f1'][3])
+    # F1 = harmonic mean of recall and precision when both are defined
+    r = detection_rates(3, 1, 2)
+    assert r['f1'] == pytest.approx(2 * (3 / 5) * (3 / 4) / (3 / 5 + 3 / 4))
+
+
+# ---------------------------------------------------------------- metric
+
+
+def sample(pred_boxes, scores, pred_labels, gt_boxes, gt_labels, img_id=0):
+    """A DetDataSample as the test loop hands it to the evaluator."""
+    s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'img{img_id}.png'))
+    s.pred_instances = InstanceData(
+        bboxes=torch.tensor(pred_boxes, dtype=torch.float32).reshape(-1, 4),
+        scores=torch.tensor(scores, dtype=torch.float32),
+        labels=torch.tensor(pred_labels, dtype=torch.int64))
+    s.gt_instances = InstanceData(
+        bboxes=HorizontalBoxes(torch.tensor(gt_boxes, dtype=torch.float32).reshape(-1, 4)),
+        labels=torch.tensor(gt_labels, dtype=torch.int64))
+    return s
+
+
+def evaluate(samples, classes=('cell',), **kwargs):
+    kwargs.setdefault('dump_per_image', 'out_dir' in kwargs)
+    evaluator = Evaluator(CellDetMetric(**kwargs))
+    evaluator.dataset_meta = dict(classes=classes)
+    evaluator.process(samples)
+    return evaluator.evaluate(len(samples))
+
+
+def binary_images():
+    """A: 1 GT found (R=P=F1=1). B: 3 GT, 1 FP (R=P=F1=0). C: nothing at all.
+    D: no GT, 2 FP (R undefined, P=F1=0)."""
+    return [
+        sample([box(0, 0)], [0.9], [0], [box(0, 0)], [0], img_id=1),
+        sample([box(50, 50)], [0.9], [0],
+               [box(0, 0), box(20, 0), box(0, 20)], [0, 0, 0], img_id=2),
+        sample([], [], [], [], [], img_id=3),
+        sample([box(0, 0), box(30, 30)], [0.9, 0.7], [0, 0], [], [], img_id=4),
+    ]
+
+
+def test_per_image_average_vs_pooled_by_hand():
+    m = evaluate(binary_images()[:2])
+    assert m['cell/cell/avg_recall'] == pytest.approx(0.5)     # (1 + 0) / 2
+    assert m['cell/cell/avg_precision'] == pytest.approx(0.5)  # (1 + 0) / 2
+    assert m['cell/cell/avg_f1'] == pytest.approx(0.5)
+    assert m['cell/cell/pooled_recall'] == pytest.approx(1 / 4)
+    assert m['cell/cell/pooled_precision'] == pytest.approx(1 / 2)
+    assert m['cell/cell/pooled_f1'] == pytest.approx(2 / (2 + 1 + 3))
+    assert (m['cell/cell/tp'], m['cell/cell/fp'], m['cell/cell/fn']) == (1, 1, 3)
+    assert m['cell/avg_recall'] == m['cell/cell/avg_recall']
+
+
+def test_undefined_values_are_left_out_of_the_average():
+    m = evaluate(binary_images())
+    # C (empty) changes nothing; D adds precision 0 and F1 0 but no recall
+    assert m['cell/cell/avg_recall'] == pytest.approx(0.5)
+    assert m['cell/cell/avg_precision'] == pytest.approx(1 / 3)
+    assert m['cell/cell/avg_f1'] == pytest.approx(1 / 3)
+    assert m['cell/cell/pooled_precision'] == pytest.approx(1 / 4)
+
+
+def test_all_images_empty_gives_nan_not_an_error():
+    m = evaluate([sample([], [], [], [], [])])
+    assert math.isnan(m['cell/avg_recall']) and math.isnan(m['cell/cell/pooled_f1'])
+    metric = CellDetMetric(dump_per_image=False)
+    metric.dataset_meta = dict(classes=('cell',))
+    assert metric.compute_metrics([])['cell/tp'] == 0  # an empty dataset
+    # predictions only: precision and F1 are 0, recall undefined
+    m = evaluate([sample([box(0, 0)], [0.9], [0], [], [])])
+    assert m['cell/avg_precision'] == 0 and m['cell/avg_f1'] == 0
+    assert math.isnan(m['cell/avg_recall'])
+
+
+def test_multi_class_names_and_class_mean():
+    samples = [sample([box(0, 0), box(40, 40)], [0.9, 0.8], [0, 1],
+                      [box(0, 0), box(40, 40), box(80, 80)], [0, 1, 1])]
+    m = evaluate(samples, classes=('tumor', 'lymphocyte', 'stromal'))
+    assert m['cell/tumor/avg_recall'] == 1
+    assert m['cell/lymphocyte/avg_recall'] == 0.5
+    assert math.isnan(m['cell/stromal/avg_recall'])  # no stromal cell at all
+    assert m['cell/avg_recall'] == pytest.approx(0.75)  # mean over defined classes
+    assert m['cell/pooled_precision'] == 1
+
+
+def test_radius_and_score_thr_reach_the_matching():
+    s = [sample([[13, 13, 19, 19]], [0.6], [0], [box(0, 0, 32, 32)], [0])]
+    assert evaluate(s)['cell/avg_recall'] == 0
+    assert evaluate(s, radius=8)['cell/avg_recall'] == 1
+    assert evaluate(s, radius=8, score_thr=0.7)['cell/avg_recall'] == 0
+
+
+def test_dump_per_image_json_and_csv(tmp_path):
+    evaluate(binary_images(), out_dir=str(tmp_path))
+    report = json.loads((tmp_path / 'test_per_image.json').read_text())
+    assert report['classes'] == ['cell'] and report['iou_thr'] == 0.5
+    assert report['prefix'] == 'cell'
+    assert report['metrics']['cell/avg_recall'] == pytest.approx(0.5)  # as logged
+    by_id = {image['img_id']: image for image in report['images']}
+    assert by_id[2]['tp'] == [0] and by_id[2]['fn'] == [3] and by_id[2]['recall'] == [0]
+    assert by_id[3]['recall'] == [None] and by_id[4]['precision'] == [0]
+    assert by_id[1]['img_path'] == 'img1.png'
+    rows = (tmp_path / 'test_per_image.csv').read_text().splitlines()
+    assert rows[0] == 'img_id,img_path,class,tp,fp,fn,recall,precision,f1'
+    assert len(rows) == 1 + 4
+    assert rows[3].startswith('3,img3.png,cell,0,0,0,,,')
+
+
+def test_dump_off_and_build_from_registry(tmp_path):
+    metric = METRICS.build(dict(type='CellDetMetric', iou_thr=0.3, out_dir=str(tmp_path),
+                                dump_per_image=False))
+    assert isinstance(metric, CellDetMetric) and metric.iou_thr == 0.3
+    evaluator = Evaluator(metric)
+    evaluator.dataset_meta = dict(classes=('cell',))
+    evaluator.process(binary_images()[:1])
+    evaluator.evaluate(1)
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_arguments_fail_clearly():
+    with pytest.raises(ValueError, match='iou_thr'):
+        CellDetMetric(iou_thr=0)
+    with pytest.raises(ValueError, match='radius'):
+        CellDetMetric(radius=-1)
+    evaluator = Evaluator(CellDetMetric())
+    with pytest.raises(RuntimeError, match='dataset_meta'):
+        evaluator.process(binary_images()[:1])

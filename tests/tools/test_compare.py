@@ -1,0 +1,185 @@
+"""tools/compare.py on per-image dumps written by CellDetMetric itself."""
+import numpy as np
+import pytest
+import torch
+from mmengine.evaluator import Evaluator
+from mmengine.structures import InstanceData
+from scipy import stats
+
+from mmdet.structures import DetDataSample
+from mmdet_pu.evaluation import CellDetMetric
+from mmdet_pu.evaluation.statistics import benjamini_hochberg
+from tests.tools import load_tool
+
+compare = load_tool('compare')
+
+
+def sample_with_counts(img_id, counts):
+    """An image whose matching gives ``counts[c] = (tp, fp, fn)`` for each class c."""
+    pred_boxes, pred_labels, gt_boxes, gt_labels = [], [], [], []
+    for c, (tp, fp, fn) in enumerate(counts):
+        for k in range(tp + fn):
+            gt_boxes.append([20 * k, 40 * c, 20 * k + 10, 40 * c + 10])
+            gt_labels.append(c)
+            if k < tp:
+                pred_boxes.append(gt_boxes[-1])
+                pred_labels.append(c)
+        for k in range(fp):
+            pred_boxes.append([20 * k, 1000 + 40 * c, 20 * k + 10, 1010 + 40 * c])
+            pred_labels.append(c)
+    s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'/data/img{img_id}.png'))
+    s.pred_instances = InstanceData(
+        bboxes=torch.tensor(pred_boxes, dtype=torch.float32).reshape(-1, 4),
+        scores=torch.full((len(pred_boxes),), 0.9), labels=torch.tensor(pred_labels))
+    s.gt_instances = InstanceData(
+        bboxes=torch.tensor(gt_boxes, dtype=torch.float32).reshape(-1, 4),
+        labels=torch.tensor(gt_labels))
+    return s
+
+
+def dump(work_dir, images, classes=('cell',)):
+    """Write ``work_dir/cell_metrics/test_per_image.json`` for ``{img_id: counts}``."""
+    evaluator = Evaluator(CellDetMetric(out_dir=str(work_dir / 'cell_metrics')))
+    evaluator.dataset_meta = dict(classes=classes)
+    evaluator.process([sample_with_counts(i, counts) for i, counts in images.items()])
+    evaluator.evaluate(len(images))
+
+
+# fold k evaluates image k; (tp, fp, fn) per fold of one class
+FOLDS = {
+    'pu': [(6, 4, 4), (7, 3, 3), (13, 7, 7)],
+    'base': [(5, 5, 5), (6, 5, 4), (11, 8, 10)],
+    'upper': [(8, 1, 2), (9, 1, 1), (16, 2, 4)],
+}
+
+
+@pytest.fixture
+def fold_dirs(tmp_path):
+    for method, folds in FOLDS.items():
+        for k, counts in enumerate(folds):
+            dump(tmp_path / f'{method}_fold{k}', {k: [counts]})
+    return tmp_path
+
+
+def recall(tp, fp, fn):
+    return tp / (tp + fn)
+
+
+def precision(tp, fp, fn):
+    return tp / (tp + fp)
+
+
+def f1(tp, fp, fn):
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def test_fold_table_by_hand(fold_dirs):
+    methods = [compare.load_folds(name, str(fold_dirs / f'{name}_fold*'), 'test')
+               for name in ('base', 'pu', 'upper')]
+    table, num_tests = compare.build_table(methods, 'pu', untested=['upper'])
+    assert num_tests == 3  # base vs pu for R, P, F1; upper not tested
+    raw = []
+    for rate, fn in (('recall', recall), ('precision', precision), ('f1', f1)):
+        base = [fn(*c) for c in FOLDS['base']]
+        pu = [fn(*c) for c in FOLDS['pu']]
+        cell = table[('base', 'cell', rate)]
+        assert cell.mean == pytest.approx(np.mean(base))
+        assert cell.std == pytest.approx(np.std(base, ddof=1))
+        raw.append(stats.ttest_rel(base, pu).pvalue)
+        assert table[('pu', 'cell', rate)].p is None
+        assert table[('upper', 'cell', rate)].p is None
+    adjusted = benjamini_hochberg(raw)
+    for rate, q in zip(('recall', 'precision', 'f1'), adjusted):
+        assert table[('base', 'cell', rate)].p == pytest.approx(q)
+
+
+def test_markdown_and_latex_output(fold_dirs, capsys):
+    argv = [str(fold_dirs / 'base_fold*'), str(fold_dirs / 'pu_fold*'),
+            str(fold_dirs / 'upper_fold*'), '--names', 'Baseline', 'Proposed',
+            'Upper bound', '--ref', 'Proposed', '--untested', 'Upper bound']
+    text = compare.main(argv)
+    lines = text.splitlines()
+    assert lines[0].startswith('| Method | Recall mean | std | p |')
+    base_row = next(line for line in lines if line.startswith('| Baseline'))
+    ref_row = next(line for line in lines if line.startswith('| Proposed'))
+    # Proposed has the best means among tested methods (upper bound excluded): bold
+    assert ref_row.count('**') >= 6 and ref_row.split(' | ')[3] == '-'
+    pu_recall = np.mean([recall(*c) for c in FOLDS['pu']])
+    assert f'**{pu_recall:.3f}**' in ref_row
+    assert base_row.split(' | ')[3] in ('*', '**', 'n.s.')
+    assert 'Benjamini-Hochberg corrected over the 3 tests' in capsys.readouterr().out
+
+    latex = compare.main(argv + ['--format', 'latex', '--p-values'])
+    assert latex.startswith('\\begin{tabular}{l ccc ccc ccc}')
+    assert '\\multicolumn{3}{c}{Recall}' in latex and '\\textbf{' in latex
+    assert latex.rstrip().endswith('\\end{tabular}')
+
+
+def test_folds_must_evaluate_the_same_images(tmp_path):
+    dump(tmp_path / 'a_fold0', {0: [(1, 0, 0)]})
+    dump(tmp_path / 'a_fold1', {1: [(1, 0, 0)]})
+    dump(tmp_path / 'b_fold0', {0: [(1, 0, 0)]})
+    dump(tmp_path / 'b_fold1', {5: [(1, 0, 0)]})  # another test image
+    methods = [compare.load_folds(n, str(tmp_path / f'{n}_fold*'), 'test')
+               for n in 'ab']
+    with pytest.raises(ValueError, match='fold 1: .* evaluate different test images'):
+        compare.build_table(methods, 'a')
+
+
+def test_per_image_mode_pairs_images_and_skips_undefined(tmp_path):
+    classes = ('tumor', 'lymphocyte')
+    # image 3 has no lymphocyte: its lymphocyte recall is undefined and left out
+    dump(tmp_path / 'ref', {1: [(4, 1, 1), (2, 0, 2)], 2: [(3, 0, 2), (5, 1, 0)],
+                            3: [(2, 2, 0), (0, 0, 0)], 4: [(6, 1, 1), (1, 1, 1)]}, classes)
+    dump(tmp_path / 'other', {4: [(5, 2, 2), (1, 2, 1)], 3: [(1, 3, 1), (0, 1, 0)],
+                              2: [(2, 1, 3), (4, 1, 1)], 1: [(3, 2, 2), (2, 1, 2)]}, classes)
+    methods = [compare.load_images('ref', str(tmp_path / 'ref'), 'test'),
+               compare.load_images('other', str(tmp_path / 'other'), 'test')]
+    table, num_tests = compare.build_table(methods, 'ref', per_image=True)
+    assert num_tests == 6
+    ref_lymph = [2 / 4, 5 / 5, 1 / 2]          # images 1, 2, 4
+    other_lymph = [2 / 4, 4 / 5, 1 / 2]
+    assert table[('ref', 'lymphocyte', 'recall')].mean == pytest.approx(np.mean(ref_lymph))
+    raw = {}
+    for cls, c in (('tumor', 0), ('lymphocyte', 1)):
+        for rate, fn in (('recall', recall), ('precision', precision), ('f1', f1)):
+            ref_counts = {1: [(4, 1, 1), (2, 0, 2)], 2: [(3, 0, 2), (5, 1, 0)],
+                          3: [(2, 2, 0), (0, 0, 0)], 4: [(6, 1, 1), (1, 1, 1)]}
+            other_counts = {4: [(5, 2, 2), (1, 2, 1)], 3: [(1, 3, 1), (0, 1, 0)],
+                            2: [(2, 1, 3), (4, 1, 1)], 1: [(3, 2, 2), (2, 1, 2)]}
+            pairs = []
+            for i in (1, 2, 3, 4):
+                try:
+                    pairs.append((fn(*other_counts[i][c]), fn(*ref_counts[i][c])))
+                except ZeroDivisionError:
+                    continue
+            a, b = map(np.array, zip(*pairs))
+            raw[(cls, rate)] = (stats.ttest_rel(a, b).pvalue if np.any(a != b)
+                                else 1.0)
+    adjusted = dict(zip(raw, benjamini_hochberg(list(raw.values()))))
+    for key, q in adjusted.items():
+        assert table[('other', *key)].p == pytest.approx(q)
+    md = compare.format_markdown(table, methods)
+    assert md.splitlines()[0].startswith('| Class | Method |')
+    assert any(line.startswith('| lymphocyte | other |') for line in md.splitlines())
+
+
+def test_input_errors_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match='matches no work dir'):
+        compare.resolve_reports(str(tmp_path / 'nothing*'), 'test')
+    (tmp_path / 'empty_run').mkdir()
+    with pytest.raises(FileNotFoundError, match='test_per_image.json not found'):
+        compare.resolve_reports(str(tmp_path / 'empty_run'), 'test')
+    with pytest.raises(SystemExit):
+        compare.parse_args(['a', 'b', '--names', 'x', '--ref', 'x'])
+
+
+def test_dumps_with_another_metric_prefix(tmp_path):
+    for name in ('a', 'b'):
+        evaluator = Evaluator(CellDetMetric(out_dir=str(tmp_path / name / 'cell_metrics'),
+                                            prefix='det'))
+        evaluator.dataset_meta = dict(classes=('cell',))
+        evaluator.process([sample_with_counts(0, [(3, 1, 1)])])
+        evaluator.evaluate(1)
+    method = compare.load_folds('a', str(tmp_path / 'a'), 'test')
+    assert method.values[('cell', 'recall')].tolist() == [0.75]

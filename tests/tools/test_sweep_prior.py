@@ -1,0 +1,115 @@
+"""tools/sweep_prior.py: grid, keys holding pi, selection, and a tiny real sweep."""
+import csv
+import json
+import math
+import os
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from tests._data import REPO, make_tiny_coco, write_tiny_config
+from tests.tools import load_tool
+
+sweep = load_tool('sweep_prior')
+
+PU_EXTRA = """
+model = dict(
+    rpn_head=dict(type='PURPNHead',
+                  loss_cls=dict(_delete_=True, type='PULoss', prior=0.3, use_sigmoid=True)),
+    roi_head=dict(bbox_head=dict(num_classes=1,
+                                 loss_cls=dict(_delete_=True, type='PULoss', prior=0.3))))
+val_evaluator = dict(type='CellDetMetric')
+"""
+PU_KEYS = ['model.rpn_head.loss_cls.prior', 'model.roi_head.bbox_head.loss_cls.prior']
+
+
+def tiny_config(tmp_path, extra=PU_EXTRA, max_iters=2):
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=2, size=128)
+    return write_tiny_config(tmp_path / 'pu_tiny.py', data_root, max_iters=max_iters,
+                             extra=extra)
+
+
+def test_grid_is_inclusive_and_checked():
+    assert sweep.candidate_values(value_range=(0.025, 0.05, 0.005)) == [
+        0.025, 0.03, 0.035, 0.04, 0.045, 0.05]  # the paper's MITOS grid
+    assert sweep.candidate_values(value_range=(0.1, 0.4, 0.05))[-1] == 0.4
+    assert sweep.candidate_values(values=[0.2, 0.3]) == [0.2, 0.3]
+    with pytest.raises(ValueError, match='0 < prior < 1'):
+        sweep.candidate_values(values=[0.5, 1.0])
+    with pytest.raises(ValueError, match='repeat'):
+        sweep.candidate_values(values=[0.5, 0.5])
+
+
+def test_default_keys_binary_and_multi_class(tmp_path):
+    cfg = Config.fromfile(tiny_config(tmp_path))
+    assert sweep.find_prior_keys(cfg) == PU_KEYS
+    multi = Config(dict(
+        model=dict(rpn_head=dict(loss_cls=dict(type='PULoss', prior=0.6)),
+                   roi_head=dict(bbox_head=dict(loss_cls=dict(type='MultiPULoss',
+                                                              priors=[0.3, 0.2])))),
+        custom_hooks=[dict(type='EMAHook'), dict(type='PriorUpdateHook',
+                                                 anchor_prior=0.3)]))
+    # pi_1 of the hook; the hook derives the other priors and the RPN prior from it
+    assert sweep.find_prior_keys(multi) == ['custom_hooks.1.anchor_prior']
+    assert sweep.get_key(multi, 'custom_hooks.1.anchor_prior') == 0.3
+    with pytest.raises(KeyError, match="no '5'"):
+        sweep.get_key(multi, 'custom_hooks.5.anchor_prior')
+
+
+def test_config_checks(tmp_path):
+    cfg = Config.fromfile(tiny_config(tmp_path, extra=''))  # CE losses, CocoMetric
+    with pytest.raises(ValueError, match='no PULoss prior'):
+        sweep.check_config(cfg, 'x.py', sweep.find_prior_keys(cfg))
+    with pytest.raises(ValueError, match='must include CellDetMetric'):
+        sweep.check_config(cfg, 'x.py', ['model.roi_head.bbox_head.loss_cls.loss_weight'])
+
+
+def test_choice_by_average_recall_ties_to_smaller_prior():
+    rows = [dict(prior=0.3, avg_recall=0.8), dict(prior=0.1, avg_recall=0.8),
+            dict(prior=0.2, avg_recall=0.7), dict(prior=0.05, avg_recall=math.nan)]
+    assert sweep.choose(rows)['prior'] == 0.1
+
+
+def test_dry_run_prints_one_command_per_value(tmp_path, capsys):
+    config = tiny_config(tmp_path)
+    sweep.main([config, '--values', '0.1', '0.2', '--work-dir', str(tmp_path / 'sw'),
+                '--dry-run', '--cfg-options', 'train_cfg.max_iters=3'])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert f'--work-dir {tmp_path}/sw/prior_0.2' in lines[1]
+    assert lines[1].endswith('train_cfg.max_iters=3 ' + ' '.join(
+        f'{k}=0.2' for k in PU_KEYS))
+    assert not (tmp_path / 'sw').exists()
+
+
+def test_tiny_sweep_trains_validates_and_chooses(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path)
+    work_dir = tmp_path / 'sweep'
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
+    summary = sweep.main([config, '--values', '0.1', '0.4', '--work-dir', str(work_dir)])
+
+    rows = list(csv.DictReader(open(work_dir / 'sweep.csv')))
+    assert [float(r['prior']) for r in rows] == [0.1, 0.4]
+    chosen = json.loads((work_dir / 'chosen.json').read_text())
+    best = max(rows, key=lambda r: (float(r['avg_recall']), -float(r['prior'])))
+    assert chosen['prior'] == float(best['prior']) == summary['prior']
+    assert chosen['keys'] == PU_KEYS
+    assert (work_dir / 'sweep.png').stat().st_size > 0
+    for value in (0.1, 0.4):
+        run_dir = work_dir / f'prior_{value:g}'
+        assert (run_dir / 'cell_metrics' / 'val_per_image.json').exists()
+        # the value reached both losses of the trained model
+        checkpoint = torch.load(run_dir / 'iter_2.pth', map_location='cpu',
+                                weights_only=False)
+        state = checkpoint['state_dict']
+        assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(value)
+        assert state['roi_head.bbox_head.loss_cls.prior'].item() == pytest.approx(value)
+    assert chosen['checkpoint'].endswith('iter_2.pth')
+
+    # a second call reuses the finished runs instead of training again
+    mtime = (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime
+    sweep.main([config, '--values', '0.1', '0.4', '--work-dir', str(work_dir)])
+    assert (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime == mtime

@@ -1,0 +1,290 @@
+"""Grid search of the class prior pi on the validation set (paper Section 2.3, SPEC §6).
+
+Usage::
+
+    python tools/sweep_prior.py CONFIG (--values V [V ...] | --range START STOP STEP)
+        [--key KEY [--key KEY ...]] [--work-dir DIR] [--dry-run] [--force]
+        [--cfg-options k=v ...]
+
+For every candidate value one model is trained with ``tools/train.py CONFIG --work-dir
+DIR/prior_<value> --cfg-options KEY=<value> ...`` (every ``--key`` set to the value).
+Training ends with a validation pass (mmengine validates after the last iteration or
+epoch whenever the config has a val loop), in which ``CellDetMetric`` writes
+``DIR/prior_<value>/cell_metrics/val_per_image.json``. The value with the best validation
+**average recall** (``cell/avg_recall``, the mean over images and classes) is chosen:
+precision is meaningless when validation labels are incomplete (Section 2.3). Exact ties
+go to the smaller prior: a larger prior makes the detector bolder, trading precision,
+which validation cannot measure, for recall.
+
+Keys holding pi (docs/design.md): ``model.rpn_head.loss_cls.prior`` and
+``model.roi_head.bbox_head.loss_cls.prior`` (binary PULoss) and
+``custom_hooks.<i>.anchor_prior`` (pi_1 of the multi-class PriorUpdateHook). Without
+``--key`` the tool uses the hook's key if the config has a ``PriorUpdateHook`` (it also
+sets the other class priors and the RPN prior), otherwise every ``prior`` of a
+``PULoss`` in ``model``.
+
+Runs are sequential. ``--dry-run`` prints one training command per value instead (for
+a cluster scheduler); once those jobs have finished, the same command without
+``--dry-run`` collects their results: a value whose ``val_per_image.json`` exists is
+not trained again (unless ``--force``).
+
+Outputs in the work dir: ``sweep.csv`` (one row per value), ``sweep.png`` (validation
+recall, precision and F1 against the prior) and ``chosen.json`` (the chosen value, its
+keys, metrics, run dir and checkpoint).
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import os.path as osp
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+from mmengine.config import Config, DictAction
+
+TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
+SELECTION_METRIC = 'avg_recall'
+COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
+           'pooled_f1')
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Select the class prior by validation average recall',
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument('config', help='experiment config file')
+    grid = parser.add_mutually_exclusive_group(required=True)
+    grid.add_argument('--values', type=float, nargs='+', help='candidate priors')
+    grid.add_argument('--range', type=float, nargs=3, metavar=('START', 'STOP', 'STEP'),
+                      help='candidates START, START+STEP, ..., STOP (inclusive)')
+    parser.add_argument('--key', action='append', dest='keys', metavar='KEY',
+                        help='config key holding the prior (repeatable); default: '
+                        'found in the config, see below')
+    parser.add_argument('--work-dir', help='sweep folder (default: '
+                        'work_dirs/<config name>_prior_sweep)')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='print the training commands, run nothing')
+    parser.add_argument('--force', action='store_true',
+                        help='retrain values that already have validation results')
+    parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
+                        help='passed to every training run (and used to read the '
+                        'config here)')
+    args = parser.parse_args(argv)
+    if args.work_dir is None:
+        stem = osp.splitext(osp.basename(args.config))[0]
+        args.work_dir = osp.join('work_dirs', f'{stem}_prior_sweep')
+    return args
+
+
+def candidate_values(values=None, value_range=None):
+    """The grid: explicit ``values``, or ``(start, stop, step)`` with ``stop`` included."""
+    if values is not None:
+        grid = [float(v) for v in values]
+    else:
+        start, stop, step = value_range
+        if step <= 0 or stop < start:
+            raise ValueError(f'--range {start} {stop} {step}: expected STEP > 0 and '
+                             'STOP >= START')
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        grid = [round(start + i * step, 10) for i in range(count)]
+    if len(set(grid)) != len(grid):
+        raise ValueError(f'candidate priors repeat: {grid}')
+    for value in grid:
+        if not 0 < value < 1:
+            raise ValueError(f'candidate prior {value}: expected 0 < prior < 1')
+    return grid
+
+
+def parse_cfg_options(options):
+    """``['a.b=1', ...]`` as the dict mmengine's ``DictAction`` would build."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    return parser.parse_args(['--cfg-options', *options]).cfg_options if options else {}
+
+
+def _type_name(node):
+    value = node.get('type') if isinstance(node, dict) else None
+    return value.split('.')[-1] if isinstance(value, str) else None
+
+
+def find_prior_keys(cfg):
+    """Config keys that hold pi, see the module docstring."""
+    for i, hook in enumerate(cfg.get('custom_hooks', None) or []):
+        if _type_name(hook) == 'PriorUpdateHook':
+            return [f'custom_hooks.{i}.anchor_prior']
+
+    keys = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if _type_name(node) == 'PULoss' and 'prior' in node:
+                keys.append(f'{path}.prior')
+            for name, child in node.items():
+                walk(child, f'{path}.{name}')
+        elif isinstance(node, (list, tuple)):
+            for i, child in enumerate(node):
+                walk(child, f'{path}.{i}')
+
+    walk(cfg.get('model', {}), 'model')
+    return keys
+
+
+def get_key(cfg, key):
+    """The value at a dotted key (list items by index), or KeyError naming the key."""
+    node = cfg
+    for part in key.split('.'):
+        try:
+            node = node[int(part)] if isinstance(node, (list, tuple)) else node[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KeyError(f'config key {key!r} does not exist (no {part!r})') from None
+    return node
+
+
+def check_config(cfg, config_file, keys):
+    """Fail early, with the reason, on a config the sweep cannot use."""
+    if not keys:
+        raise ValueError(f'{config_file}: no PULoss prior and no PriorUpdateHook found; '
+                         'give the key(s) holding the prior with --key')
+    for key in keys:
+        value = get_key(cfg, key)
+        if not isinstance(value, (int, float)):
+            raise ValueError(f'{config_file}: {key} = {value!r}, expected a number')
+    for name in ('val_dataloader', 'val_cfg', 'val_evaluator'):
+        if not cfg.get(name, None):
+            raise ValueError(f'{config_file}: `{name}` is not set; the sweep selects on '
+                             'the validation set')
+    evaluators = cfg.val_evaluator
+    evaluators = evaluators if isinstance(evaluators, (list, tuple)) else [evaluators]
+    if not any(_type_name(e) == 'CellDetMetric' for e in evaluators):
+        raise ValueError(f'{config_file}: val_evaluator must include CellDetMetric (it '
+                         'writes the validation recall the sweep selects on), got '
+                         f'{[_type_name(e) for e in evaluators]}')
+
+
+def run_dir_of(work_dir, value):
+    return osp.join(work_dir, f'prior_{value:g}')
+
+
+def train_command(config, run_dir, keys, value, cfg_options):
+    options = list(cfg_options) + [f'{key}={value!r}' for key in keys]
+    return [sys.executable, TRAIN_SCRIPT, config, '--work-dir', run_dir,
+            '--cfg-options', *options]
+
+
+def read_val_metrics(run_dir):
+    """Summary metrics of the run's last validation, or None if it has none yet."""
+    path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
+    if not osp.exists(path):
+        return None
+    with open(path) as f:
+        report = json.load(f)
+    head = f'{report["prefix"]}/' if report.get('prefix') else ''
+    values = {k: report['metrics'][head + k] for k in COLUMNS}
+    return {k: float('nan') if v is None else float(v) for k, v in values.items()}
+
+
+def last_checkpoint(run_dir):
+    path = osp.join(run_dir, 'last_checkpoint')
+    if not osp.exists(path):
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
+def choose(rows):
+    """Best validation average recall; NaN never wins; ties go to the smaller prior."""
+    def rank(row):
+        recall = row[SELECTION_METRIC]
+        return (-(recall if not math.isnan(recall) else -math.inf), row['prior'])
+    return min(rows, key=rank)
+
+
+def write_csv(path, rows):
+    with open(path, 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=['prior', *COLUMNS, 'run_dir'])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row[k] for k in ['prior', *COLUMNS, 'run_dir']})
+
+
+def plot(path, rows, chosen, keys):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    priors = np.array([row['prior'] for row in rows])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for metric, label in (('avg_recall', 'average recall (selection)'),
+                          ('avg_precision', 'average precision'),
+                          ('avg_f1', 'average F1')):
+        ax.plot(priors, [row[metric] for row in rows], marker='o', label=label)
+    ax.axvline(chosen['prior'], color='grey', linestyle='--',
+               label=f'chosen prior {chosen["prior"]:g}')
+    ax.set_xlabel('prior ' + ', '.join(keys))
+    ax.set_ylabel('validation value')
+    ax.set_title('Prior sweep (validation labels may be incomplete)')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    grid = candidate_values(args.values, args.range)
+    cfg = Config.fromfile(args.config)
+    cfg.merge_from_dict(parse_cfg_options(args.cfg_options))
+    keys = args.keys or find_prior_keys(cfg)
+    check_config(cfg, args.config, keys)
+
+    if args.dry_run:
+        for value in grid:
+            print(shlex.join(train_command(args.config, run_dir_of(args.work_dir, value),
+                                           keys, value, args.cfg_options)))
+        return None
+
+    rows = []
+    for value in grid:
+        run_dir = run_dir_of(args.work_dir, value)
+        metrics = None if args.force else read_val_metrics(run_dir)
+        if metrics is None:
+            command = train_command(args.config, run_dir, keys, value, args.cfg_options)
+            print(f'[sweep] prior {value:g}: {shlex.join(command)}', flush=True)
+            result = subprocess.run(command)
+            if result.returncode != 0:
+                raise RuntimeError(f'training for prior {value:g} failed (exit '
+                                   f'{result.returncode}); see the log in {run_dir}')
+            metrics = read_val_metrics(run_dir)
+            if metrics is None:
+                raise RuntimeError(f'prior {value:g}: training finished but wrote no '
+                                   f'{run_dir}/cell_metrics/val_per_image.json')
+        else:
+            print(f'[sweep] prior {value:g}: reusing the results in {run_dir}')
+        rows.append(dict(prior=value, run_dir=run_dir, **metrics))
+
+    chosen = choose(rows)
+    os.makedirs(args.work_dir, exist_ok=True)
+    write_csv(osp.join(args.work_dir, 'sweep.csv'), rows)
+    plot(osp.join(args.work_dir, 'sweep.png'), rows, chosen, keys)
+    summary = dict(
+        prior=chosen['prior'], keys=keys,
+        selected_by=f'cell/{SELECTION_METRIC} on the validation set',
+        metrics={k: (None if math.isnan(chosen[k]) else chosen[k]) for k in COLUMNS},
+        run_dir=chosen['run_dir'], checkpoint=last_checkpoint(chosen['run_dir']),
+        cfg_options=[f'{key}={chosen["prior"]!r}' for key in keys])
+    with open(osp.join(args.work_dir, 'chosen.json'), 'w') as f:
+        json.dump(summary, f, indent=1)
+    for row in rows:
+        print(f'[sweep] prior {row["prior"]:g}: ' + ', '.join(
+            f'{k}={row[k]:.4f}' for k in COLUMNS))
+    print(f'[sweep] chosen prior {chosen["prior"]:g} ({SELECTION_METRIC} '
+          f'{chosen[SELECTION_METRIC]:.4f}); see {args.work_dir}/chosen.json')
+    return summary
+
+
+if __name__ == '__main__':
+    main()

@@ -227,7 +227,9 @@ def main():
     os.makedirs(work_dir, exist_ok=True)
     prepare_data(args.variant, data_root, args.num_images)
 
-    options = data_options(data_root) + list(args.cfg_options)
+    # pi is already chosen (tools/sweep_prior.py, docs/experiments.md): no validation run
+    options = data_options(data_root) + [
+        'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None'] + list(args.cfg_options)
     if args.iters:
         options.append(f'train_cfg.max_iters={args.iters}')
         options.append(f'train_cfg.val_interval={args.iters}')

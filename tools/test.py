@@ -13,10 +13,8 @@ of the config's ``CellDetMetric``.
 """
 import argparse
 import os
-import os.path as osp
 
-import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
@@ -24,6 +22,7 @@ import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
 from mmdet_pu.evaluation import add_overlay_hook
+from mmdet_pu.launch import load_config
 
 
 def parse_args():
@@ -59,17 +58,7 @@ def parse_args():
 
 
 def build_cfg(args):
-    cfg = Config.fromfile(args.config)
-    cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir', None) is None:
-        cfg.work_dir = osp.join('./work_dirs',
-                                osp.splitext(osp.basename(args.config))[0])
-    if args.launcher != 'none' and not torch.cuda.is_available():
-        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    cfg = load_config(args.config, args.cfg_options, args.work_dir, args.launcher)
     cfg.load_from = args.checkpoint
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays

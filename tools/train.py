@@ -7,14 +7,13 @@ Usage::
 """
 import argparse
 import os
-import os.path as osp
 
-import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
+from mmdet_pu.launch import load_config
 
 
 def parse_args():
@@ -46,18 +45,7 @@ def parse_args():
 
 
 def build_cfg(args):
-    cfg = Config.fromfile(args.config)
-    cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir', None) is None:
-        cfg.work_dir = osp.join('./work_dirs',
-                                osp.splitext(osp.basename(args.config))[0])
-    if args.launcher != 'none' and not torch.cuda.is_available():
-        # NCCL needs GPUs; gloo runs the same job on CPUs.
-        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    cfg = load_config(args.config, args.cfg_options, args.work_dir, args.launcher)
     if args.amp:
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.loss_scale = 'dynamic'

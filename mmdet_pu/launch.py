@@ -1,0 +1,47 @@
+"""Config loading and launch settings shared by ``tools/train.py`` and ``tools/test.py``."""
+import os.path as osp
+
+import torch
+import torch.distributed as dist
+from mmengine.config import Config
+
+
+def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
+    """Read ``config`` the way mmdet's tools do and prepare it for ``launcher``.
+
+    ``--cfg-options`` are merged, the work dir is ``work_dir``, the config's own
+    ``work_dir``, or ``./work_dirs/<config name>``. Without a GPU, a distributed launch
+    runs on CPUs (see :func:`use_cpu_distributed`).
+    """
+    cfg = Config.fromfile(config)
+    cfg.launcher = launcher
+    if cfg_options is not None:
+        cfg.merge_from_dict(cfg_options)
+    if work_dir is not None:
+        cfg.work_dir = work_dir
+    elif cfg.get('work_dir', None) is None:
+        cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
+    if launcher != 'none' and not torch.cuda.is_available():
+        use_cpu_distributed(cfg)
+    return cfg
+
+
+def use_cpu_distributed(cfg):
+    """Run a distributed job on CPUs: gloo process group, DDP without device ids.
+
+    mmengine 0.10's own initialisation calls ``torch.cuda.set_device`` and wraps the
+    model with ``device_ids=[LOCAL_RANK]``, both of which need a GPU. The process group
+    is created here from the launcher's environment (``torchrun`` sets it; mmengine then
+    skips its initialisation) and DDP is told the model lives on the CPU.
+    """
+    if cfg.launcher != 'pytorch':
+        raise RuntimeError(f'--launcher {cfg.launcher} without a GPU is not supported; '
+                           'use torchrun with --launcher pytorch for CPU runs')
+    cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    if not dist.is_initialized():
+        dist.init_process_group(backend='gloo')
+    wrapper = dict(type='MMDistributedDataParallel', broadcast_buffers=False,
+                   find_unused_parameters=cfg.get('find_unused_parameters', False))
+    wrapper.update(cfg.get('model_wrapper_cfg', None) or {})
+    wrapper['device_ids'] = None
+    cfg.model_wrapper_cfg = wrapper

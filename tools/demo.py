@@ -77,86 +77,91 @@ def data_options(data_root):
 
 
 class Run:
-    """One method: its training subprocess, log and results."""
+    """One method: train, then test, each a subprocess of the repo's tools."""
 
     def __init__(self, name, config, role, work_dir):
         self.name, self.config, self.role = name, config, role
         self.work_dir = osp.join(work_dir, Path(config).stem)
-        self.log = osp.join(self.work_dir, 'demo_train.log')
-        self.proc = None
-        self.started = self.seconds = None
+        self.test_dir = osp.join(self.work_dir, 'test')
+        self.log = osp.join(self.work_dir, 'demo.log')
+        self.stage, self.proc = 'pending', None
+        self.started = self.train_seconds = None
+        self.metrics = None
 
-    def start_training(self, options, threads):
-        os.makedirs(self.work_dir, exist_ok=True)
-        cmd = [sys.executable, 'tools/train.py', self.config, '--work-dir', self.work_dir,
-               '--cfg-options', *options]
+    def _spawn(self, args, threads):
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
-        self.started = time.time()
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=open(self.log, 'w'),
-                                     stderr=subprocess.STDOUT)
+        with open(self.log, 'a') as log:
+            self.proc = subprocess.Popen([sys.executable, *args], cwd=REPO, env=env,
+                                         stdout=log, stderr=subprocess.STDOUT)
 
-    def progress(self):
-        """``(iteration, max_iters, loss)`` of the last logged training iteration."""
-        with open(self.log, errors='replace') as f:
-            matches = ITER_RE.findall(f.read())
-        return tuple(matches[-1]) if matches else None
+    def start(self, train_options, test_options, threads):
+        """Start training; :meth:`poll` starts the test when it is done."""
+        os.makedirs(self.work_dir, exist_ok=True)
+        self.test_options, self.threads = test_options, threads
+        self.stage, self.started = 'train', time.time()
+        self._spawn(['tools/train.py', self.config, '--work-dir', self.work_dir,
+                     '--cfg-options', *train_options], threads)
 
-    def finished(self):
+    def poll(self):
+        """Advance the run; returns True once it is tested."""
         if self.proc.poll() is None:
             return False
         if self.proc.returncode != 0:
             with open(self.log, errors='replace') as f:
                 tail = f.read()[-4000:]
-            sys.exit(f'[demo] training {self.name} failed (log {self.log}):\n{tail}')
-        self.seconds = time.time() - self.started
+            sys.exit(f'[demo] {self.stage} of {self.name} failed (log {self.log}):\n{tail}')
+        if self.stage == 'train':
+            self.train_seconds = time.time() - self.started
+            print(f'[demo] {self.name} trained in {self.train_seconds / 60:.1f} min; '
+                  'testing with tiled inference on the whole test images', flush=True)
+            with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
+                checkpoint = f.read().strip()
+            self.stage = 'test'
+            self._spawn(['tools/test.py', self.config, checkpoint, '--work-dir',
+                         self.test_dir, '--show-dir', 'overlays', '--cfg-options',
+                         *self.test_options], self.threads)
+            return False
+        self.stage, self.metrics = 'done', self._test_metrics()
         return True
 
-    def checkpoint(self):
-        with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
-            return f.read().strip()
+    def progress(self):
+        """A short status: training iteration and loss, or the stage."""
+        if self.stage != 'train':
+            return f'{self.name} {self.stage}'
+        with open(self.log, errors='replace') as f:
+            matches = ITER_RE.findall(f.read())
+        if not matches:
+            return f'{self.name} starting'
+        iteration, total, loss = matches[-1]
+        return f'{self.name} {iteration}/{total} loss {loss}'
 
-    def test(self, options):
-        """Tiled evaluation of the last checkpoint; returns the test metrics."""
-        test_dir = osp.join(self.work_dir, 'test')
-        cmd = [sys.executable, 'tools/test.py', self.config, self.checkpoint(),
-               '--work-dir', test_dir, '--show-dir', 'overlays', '--cfg-options', *options]
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            sys.exit(f'[demo] testing {self.name} failed:\n{proc.stderr[-4000:]}')
-        logs = sorted(Path(test_dir).glob('*/[0-9]*_[0-9]*.json'))
-        if not logs:
-            sys.exit(f'[demo] no test metrics found under {test_dir}')
-        return json.loads(logs[-1].read_text().splitlines()[-1])
+    def _test_metrics(self):
+        """The test metrics dumped by ``CellDetMetric`` (undefined values are null)."""
+        dump = Path(self.test_dir, 'cell_metrics', 'test_per_image.json')
+        return json.loads(dump.read_text())['metrics']
 
 
-def train_all(runs, options, jobs):
+def run_all(runs, train_options, test_options, jobs):
+    """Train and test every run, ``jobs`` at a time, printing progress."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    pending, active, last_print = list(runs), [], 0.0
+    pending, active, last_print = list(runs), [], time.time()
     while pending or active:
         while pending and len(active) < jobs:
             run = pending.pop(0)
-            print(f'[demo] training {run.name}: {run.config}')
-            run.start_training(options, threads)
+            print(f'[demo] training {run.name}: {run.config}', flush=True)
+            run.start(train_options, test_options, threads)
             active.append(run)
         time.sleep(2)
-        for run in [r for r in active if r.finished()]:
-            active.remove(run)
-            print(f'[demo] {run.name} trained in {run.seconds / 60:.1f} min')
-        if time.time() - last_print > 30 and active:
+        active = [run for run in active if not run.poll()]
+        if active and time.time() - last_print > 30:
             last_print = time.time()
-            states = []
-            for run in active:
-                p = run.progress()
-                states.append(f'{run.name} {p[0]}/{p[1]} loss {p[2]}' if p
-                              else f'{run.name} starting')
-            print('[demo] ' + ' | '.join(states), flush=True)
+            print('[demo] ' + ' | '.join(run.progress() for run in active), flush=True)
 
 
 def summarise(runs, metrics, classes):
     """Rows of the table and the gap closed by each method, from the test metrics."""
     def f1(name):
-        return metrics[name]['cell/avg_f1']
+        return metrics[name]['cell/avg_f1'] or 0.0
 
     baseline = next(r.name for r in runs if r.role == 'baseline')
     upper = next(r.name for r in runs if r.role == 'upper_bound')
@@ -166,13 +171,17 @@ def summarise(runs, metrics, classes):
         m = metrics[run.name]
         row = dict(method=run.name, config=run.config,
                    recall=m['cell/avg_recall'], precision=m['cell/avg_precision'],
-                   f1=m['cell/avg_f1'], train_minutes=round(run.seconds / 60, 2))
+                   f1=m['cell/avg_f1'], train_minutes=round(run.train_seconds / 60, 2))
         for c in classes if len(classes) > 1 else ():
             row[f'f1/{c}'] = m[f'cell/{c}/avg_f1']
         if run.role == 'method':
             row['gap_closed'] = (f1(run.name) - f1(baseline)) / gap if gap > 0 else None
         rows.append(row)
     return rows
+
+
+def number(value):
+    return '-' if value is None else f'{value:.3f}'
 
 
 def markdown_table(rows, classes):
@@ -182,8 +191,8 @@ def markdown_table(rows, classes):
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         gap = f"{100 * r['gap_closed']:.0f} %" if r.get('gap_closed') is not None else ''
-        cells = [r['method'], f"{r['recall']:.3f}", f"{r['precision']:.3f}", f"{r['f1']:.3f}",
-                 *[f'{r[k]:.3f}' for k in per_class], gap]
+        cells = [r['method'], *[number(r[k]) for k in ('recall', 'precision', 'f1', *per_class)],
+                 gap]
         lines.append('| ' + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
 
@@ -202,7 +211,7 @@ def draw_figure(rows, runs, path):
     ax = fig.add_subplot(2, 1, 1)
     width = 0.8 / 3
     for k, key in enumerate(('recall', 'precision', 'f1')):
-        ax.bar([i + (k - 1) * width for i in range(len(rows))], [r[key] for r in rows],
+        ax.bar([i + (k - 1) * width for i in range(len(rows))], [r[key] or 0 for r in rows],
                width, label=key)
     ax.set_xticks(range(len(rows)), [r['method'] for r in rows])
     ax.set_ylim(0, 1)
@@ -235,12 +244,9 @@ def main():
         options.append(f'train_cfg.val_interval={args.iters}')
         options.append(f'default_hooks.checkpoint.interval={args.iters}')
     runs = [Run(name, config, role, work_dir) for name, config, role in METHODS[args.variant]]
-    train_all(runs, options, args.jobs)
+    run_all(runs, options, data_options(data_root), args.jobs)
 
-    metrics = {}
-    for run in runs:
-        print(f'[demo] testing {run.name} (tiled inference on whole test images)')
-        metrics[run.name] = run.test(data_options(data_root))
+    metrics = {run.name: run.metrics for run in runs}
     classes = sorted({k.split('/')[1] for m in metrics.values() for k in m
                       if k.count('/') == 2})
     rows = summarise(runs, metrics, classes)

@@ -19,6 +19,9 @@ train_dataloader = dict(dataset=dict(deletion=deletion))
 val_dataloader = dict(dataset=dict(deletion=deletion))
 # Priors at the synthetic cell density (the binary variant uses pi = 0.15 for ~14 cells
 # per tile): pi_1 = 0.1 for the most annotated class; the hook derives the others.
-custom_hooks = [dict(_base_.custom_hooks[0], anchor_prior=0.1)]
+# Randomly initialised, the detector first finds the anchor class only, which would set
+# the other priors to their floor and lock those classes out (PriorUpdateHook docstring):
+# the update starts once the detector finds cells of every class.
+custom_hooks = [dict(_base_.custom_hooks[0], anchor_prior=0.1, begin_iter=100)]
 model['roi_head']['bbox_head']['loss_cls']['priors'] = [0.1, 0.1, 0.07]
 model['rpn_head']['loss_cls']['prior'] = 0.27

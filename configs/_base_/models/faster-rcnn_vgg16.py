@@ -15,103 +15,23 @@
 #
 # Random init by default. ImageNet weights come from a local file, set in one place on
 # the command line: --cfg-options load_from=<converted .pth> (docs/pretrained.md).
+_base_ = './faster-rcnn_r50_fpn.py'
 model = dict(
-    type='FasterRCNN',
-    data_preprocessor=dict(
-        type='DetDataPreprocessor',
-        # inputs normalised to [-1, 1] (Section 2.3)
-        mean=[127.5, 127.5, 127.5],
-        std=[127.5, 127.5, 127.5],
-        bgr_to_rgb=True,
-        pad_size_divisor=16),
-    backbone=dict(type='VGG16', frozen_stages=0),
+    data_preprocessor=dict(pad_size_divisor=16),
+    backbone=dict(_delete_=True, type='VGG16', frozen_stages=0),
+    neck=None,
     rpn_head=dict(
-        type='RPNHead',
         in_channels=512,
         feat_channels=512,
-        anchor_generator=dict(
-            type='AnchorGenerator',
-            scales=[1, 2],
-            ratios=[1.0],
-            strides=[16]),
-        bbox_coder=dict(
-            type='DeltaXYWHBBoxCoder',
-            target_means=[0.0, 0.0, 0.0, 0.0],
-            target_stds=[1.0, 1.0, 1.0, 1.0]),
-        loss_cls=dict(
-            type='CrossEntropyLoss', use_sigmoid=True, loss_weight=1.0),
-        loss_bbox=dict(type='L1Loss', loss_weight=1.0)),
+        anchor_generator=dict(scales=[1, 2], strides=[16])),
     roi_head=dict(
-        type='StandardRoIHead',
-        bbox_roi_extractor=dict(
-            type='SingleRoIExtractor',
-            roi_layer=dict(type='RoIAlign', output_size=7, sampling_ratio=0),
-            out_channels=512,
-            featmap_strides=[16]),
-        bbox_head=dict(
-            type='Shared2FCBBoxHead',
-            in_channels=512,
-            fc_out_channels=4096,
-            roi_feat_size=7,
-            num_classes=1,
-            bbox_coder=dict(
-                type='DeltaXYWHBBoxCoder',
-                target_means=[0.0, 0.0, 0.0, 0.0],
-                target_stds=[0.1, 0.1, 0.2, 0.2]),
-            reg_class_agnostic=False,
-            loss_cls=dict(
-                type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0),
-            loss_bbox=dict(type='L1Loss', loss_weight=1.0))),
+        bbox_roi_extractor=dict(out_channels=512, featmap_strides=[16]),
+        # two shared fc of 4096 = VGG16's fc6 / fc7
+        bbox_head=dict(in_channels=512, fc_out_channels=4096)),
     train_cfg=dict(
-        rpn=dict(
-            # Section 2.3: IoU > 0.7 positive, < 0.3 unlabeled, in between ignored
-            assigner=dict(
-                type='MaxIoUAssigner',
-                pos_iou_thr=0.7,
-                neg_iou_thr=0.3,
-                min_pos_iou=0.1,
-                match_low_quality=True,
-                ignore_iof_thr=-1),
-            sampler=dict(
-                type='RandomSampler',
-                num=256,
-                pos_fraction=0.5,
-                neg_pos_ub=-1,
-                add_gt_as_proposals=False),
-            allowed_border=-1,
-            pos_weight=-1,
-            debug=False),
-        rpn_proposal=dict(
-            nms_pre=2000,
-            max_per_img=300,
-            nms=dict(type='nms', iou_threshold=0.7),
-            min_bbox_size=0),
-        rcnn=dict(
-            assigner=dict(
-                type='MaxIoUAssigner',
-                pos_iou_thr=0.5,
-                neg_iou_thr=0.5,
-                min_pos_iou=0.5,
-                match_low_quality=False,
-                ignore_iof_thr=-1),
-            # 128 RoIs per image, a quarter positive at most (Ren et al.)
-            sampler=dict(
-                type='RandomSampler',
-                num=128,
-                pos_fraction=0.25,
-                neg_pos_ub=-1,
-                add_gt_as_proposals=True),
-            pos_weight=-1,
-            debug=False)),
-    test_cfg=dict(
-        rpn=dict(
-            nms_pre=2000,
-            max_per_img=300,
-            nms=dict(type='nms', iou_threshold=0.7),
-            min_bbox_size=0),
-        # SPEC §6: class-wise NMS at IoU 0.3, at most 100 per patch; the metric applies
-        # the 0.5 score threshold, lower scores are kept for precision-recall analysis.
-        rcnn=dict(
-            score_thr=0.05,
-            nms=dict(type='nms', iou_threshold=0.3),
-            max_per_img=100)))
+        # each cell's best anchor is positive down to IoU 0.1 (see above)
+        rpn=dict(assigner=dict(min_pos_iou=0.1)),
+        # 300 proposals; 128 RoIs per image, a quarter positive at most (Ren et al.)
+        rpn_proposal=dict(max_per_img=300),
+        rcnn=dict(sampler=dict(num=128))),
+    test_cfg=dict(rpn=dict(nms_pre=2000, max_per_img=300)))

@@ -55,6 +55,8 @@ class PURPNHead(RPNHead):
          avg_factor) = self.get_targets(
              anchor_list, valid_flag_list, batch_gt_instances, batch_img_metas,
              batch_gt_instances_ignore=batch_gt_instances_ignore)
+        label_weights_list = self.reweight_samples(
+            label_weights_list, labels_list, anchor_list, valid_flag_list, bbox_preds)
 
         # Every per-level tensor is flattened in (image, y, x, anchor) order, as in
         # AnchorHead.loss_by_feat_single, then the levels are concatenated.
@@ -87,3 +89,13 @@ class PURPNHead(RPNHead):
         loss_bbox = self.loss_bbox(
             bbox_pred, bbox_targets, bbox_weights, avg_factor=avg_factor)
         return dict(loss_rpn_cls=loss_cls, loss_rpn_bbox=loss_bbox)
+
+    def reweight_samples(self, label_weights_list: List[Tensor], labels_list: List[Tensor],
+                         anchor_list: list, valid_flag_list: list,
+                         bbox_preds: List[Tensor]) -> List[Tensor]:
+        """Classification weights of the anchors, per level ``(N, A_l)``.
+
+        Unchanged here; a subclass can re-weight samples from the targets, the anchors
+        and the regressed boxes (``BDERPNHead``).
+        """
+        return label_weights_list

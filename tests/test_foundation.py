@@ -25,6 +25,27 @@ def test_import_does_not_import_torchvision():
     run('-c', "import mmdet_pu, sys; assert 'torchvision' not in sys.modules")
 
 
+def test_import_registers_every_module_in_mmdet_registries():
+    """What configs name with ``default_scope='mmdet'`` resolves after ``import mmdet_pu``."""
+    run('-c', """
+import mmdet_pu
+from mmdet.registry import DATASETS, HOOKS, LOOPS, METRICS, MODELS
+from mmdet_pu.registry import DELETION_SCHEMES
+expected = {
+    MODELS: ['PULoss', 'MultiPULoss', 'PURPNHead', 'BDERPNHead', 'BDEShared2FCBBoxHead',
+             'VGG16', 'RoIFocalLoss'],
+    HOOKS: ['PriorUpdateHook', 'CellOverlayHook'],
+    LOOPS: ['TiledTestLoop', 'TiledValLoop'],
+    DATASETS: ['CellCocoDataset'],
+    METRICS: ['CellDetMetric'],
+    DELETION_SCHEMES: ['KeepPerPatch', 'CapPerClass'],
+}
+for registry, names in expected.items():
+    for name in names:
+        assert registry.get(name) is not None, (registry.name, name)
+""")
+
+
 def test_check_env_runs_mmcv_ops():
     assert 'nms, RoIAlign run' in run('tools/check_env.py')
 

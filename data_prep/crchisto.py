@@ -19,8 +19,7 @@ import scipy.io
 
 from data_prep.image_io import LazyImageReader, image_size
 from data_prep.points import check_points_inside
-from data_prep.splits import split_groups
-from data_prep.writer import SourceImage, add_common_arguments, write_from_args
+from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('nucleus',)
 IMAGE_PATTERN = re.compile(r'img(\d+)')
@@ -115,9 +114,4 @@ def load_images(src):
 def prepare(args):
     """Convert ``args.src`` to ``args.out``; returns the writer summary + raw counts."""
     images, counts = load_images(args.src)
-    splits = split_groups([im.group for im in images], ratios=(4, 1, 1), seed=args.seed,
-                          n_folds=args.n_folds)
-    summary = write_from_args(args, CATEGORIES, images, splits, total=len(images))
-    summary['raw'] = counts
-    print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
-    return summary
+    return write_raw_dataset(args, CATEGORIES, images, counts)

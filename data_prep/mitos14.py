@@ -17,8 +17,7 @@ import numpy as np
 
 from data_prep.image_io import LazyImageReader, image_size
 from data_prep.points import check_points_inside, first_occurrences, read_number_csv
-from data_prep.splits import split_groups
-from data_prep.writer import SourceImage, add_common_arguments, write_from_args
+from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('mitosis',)
 SLIDE_PATTERN = re.compile(r'A\d{2}')
@@ -127,9 +126,4 @@ def load_frames(src):
 def prepare(args):
     """Convert ``args.src`` to ``args.out``; returns the writer summary + raw counts."""
     frames, counts = load_frames(args.src)
-    splits = split_groups([f.group for f in frames], ratios=(4, 1, 1), seed=args.seed,
-                          n_folds=args.n_folds)
-    summary = write_from_args(args, CATEGORIES, frames, splits, total=len(frames))
-    summary['raw'] = counts
-    print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
-    return summary
+    return write_raw_dataset(args, CATEGORIES, frames, counts)

@@ -18,8 +18,7 @@ import csv
 import numpy as np
 
 from data_prep.image_io import LazyImageReader, image_size
-from data_prep.splits import split_groups
-from data_prep.writer import SourceImage, add_common_arguments, write_from_args
+from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('tumor', 'lymphocyte', 'stromal')
 SUPER_CLASSES = {'tumor_any': 'tumor', 'sTIL': 'lymphocyte', 'nonTIL_stromal': 'stromal'}
@@ -164,9 +163,4 @@ def load_fovs(src):
 def prepare(args):
     """Convert ``args.src`` to ``args.out``; returns the writer summary + raw counts."""
     images, counts = load_fovs(args.src)
-    splits = split_groups([im.group for im in images], ratios=(4, 1, 1), seed=args.seed,
-                          n_folds=args.n_folds)
-    summary = write_from_args(args, CATEGORIES, images, splits, total=len(images))
-    summary['raw'] = counts
-    print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
-    return summary
+    return write_raw_dataset(args, CATEGORIES, images, counts)

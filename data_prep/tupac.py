@@ -25,8 +25,7 @@ import numpy as np
 
 from data_prep.image_io import LazyImageReader, image_size
 from data_prep.points import check_points_inside, read_number_csv
-from data_prep.splits import split_groups
-from data_prep.writer import SourceImage, add_common_arguments, write_from_args
+from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('mitosis',)
 PART_PATTERN = re.compile(r'mitoses(_train)?_image_data_part_\d+')
@@ -193,9 +192,4 @@ def prepare(args):
     tiles, counts = load_tiles(args.src, args.cases, labels=args.labels,
                                alternative_dir=args.alternative_dir,
                                match_radius=args.match_radius)
-    splits = split_groups([t.group for t in tiles], ratios=(4, 1, 1), seed=args.seed,
-                          n_folds=args.n_folds)
-    summary = write_from_args(args, CATEGORIES, tiles, splits, total=len(tiles))
-    summary['raw'] = counts
-    print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
-    return summary
+    return write_raw_dataset(args, CATEGORIES, tiles, counts)

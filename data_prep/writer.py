@@ -83,7 +83,7 @@ import numpy as np
 from tqdm import tqdm
 
 from data_prep.coco_io import AtomicOutput, CocoBuilder, write_image_atomic, write_json_atomic
-from data_prep.splits import SPLITS
+from data_prep.splits import SPLITS, split_groups
 from data_prep.tiling import crop_to_tile, point_boxes, tile_grid
 
 ANNOTATION_FILES = (*SPLITS, 'test_whole')
@@ -201,6 +201,23 @@ def write_from_args(args, categories, images, splits, total=None):
         overlap=args.overlap, box_size=getattr(args, 'box_size', None),
         drop_empty_tiles=args.drop_empty_tiles, overwrite=args.overwrite,
         src=args.src, total=total, progress=args.progress)
+
+
+def write_raw_dataset(args, categories, images, counts):
+    """Split loaded raw images 4:1:1 by group and write them (the real converters' end).
+
+    Args:
+        args: options of :func:`add_common_arguments` (``seed``, ``n_folds``, ...).
+        categories: class names.
+        images: list of :class:`SourceImage` with their ``group`` (slide, case, image).
+        counts: raw counts of the converter, added to the summary as ``raw`` and printed.
+    """
+    splits = split_groups([im.group for im in images], ratios=(4, 1, 1), seed=args.seed,
+                          n_folds=args.n_folds)
+    summary = write_from_args(args, categories, images, splits, total=len(images))
+    summary['raw'] = counts
+    print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
+    return summary
 
 
 def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size=None,

@@ -7,6 +7,7 @@ import pytest
 import tifffile
 
 from data_prep import mitos14
+from data_prep.splits import split_groups
 from tests.data_prep.raw_fixtures import (MARK, MITOS_SLIDES, config_datasets, load_coco,
                                           make_mitos14, read_png, run_prepare, tree_state)
 
@@ -135,7 +136,7 @@ def test_same_seed_same_output_and_other_seed_other_split(converted, tmp_path):
             name = f'annotations/fold{fold}/{split}.json'
             assert (tmp_path / 'again' / name).read_text() == (out / name).read_text()
     frames, _ = mitos14.load_frames(raw)
-    other = mitos14.split_groups([f.group for f in frames], seed=1)
+    other = split_groups([f.group for f in frames], seed=1)
     assert other['assignment'] != json.loads((out / 'splits.json').read_text())[
         'assignment']
 

@@ -27,7 +27,7 @@ def sample_with_counts(img_id, counts):
         for k in range(fp):
             pred_boxes.append([20 * k, 1000 + 40 * c, 20 * k + 10, 1010 + 40 * c])
             pred_labels.append(c)
-    s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'/data/img{img_id}.png'))
+    s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'data/img{img_id}.png'))
     s.pred_instances = InstanceData(
         bboxes=torch.tensor(pred_boxes, dtype=torch.float32).reshape(-1, 4),
         scores=torch.full((len(pred_boxes),), 0.9), labels=torch.tensor(pred_labels))
@@ -140,6 +140,8 @@ def test_per_image_mode_pairs_images_and_skips_undefined(tmp_path):
     ref_lymph = [2 / 4, 5 / 5, 1 / 2]          # images 1, 2, 4
     other_lymph = [2 / 4, 4 / 5, 1 / 2]
     assert table[('ref', 'lymphocyte', 'recall')].mean == pytest.approx(np.mean(ref_lymph))
+    assert table[('other', 'lymphocyte', 'recall')].mean == pytest.approx(
+        np.mean(other_lymph))
     raw = {}
     for cls, c in (('tumor', 0), ('lymphocyte', 1)):
         for rate, fn in (('recall', recall), ('precision', precision), ('f1', f1)):

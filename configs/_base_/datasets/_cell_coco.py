@@ -50,19 +50,9 @@ val_dataloader = dict(
         pipeline=test_pipeline,
         backend_args=backend_args))
 test_dataloader = dict(
-    batch_size=1,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=False,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    dataset=dict(
-        type=dataset_type,
-        # whole test images for tiled evaluation; `test.json` holds their tiles
-        ann_file='annotations/fold0/test_whole.json',
-        data_prefix=dict(img='images/'),
-        test_mode=True,
-        pipeline=test_pipeline,
-        backend_args=backend_args))
+    val_dataloader,
+    # whole test images for tiled evaluation; `test.json` holds their tiles
+    dataset=dict(val_dataloader['dataset'], ann_file='annotations/fold0/test_whole.json'))
 
 # SPEC §6: score >= 0.5, greedy matching at IoU >= 0.5 (radius=<px> for centre distance).
 val_evaluator = dict(type='CellDetMetric', score_thr=0.5, iou_thr=0.5)

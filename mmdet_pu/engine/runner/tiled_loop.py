@@ -15,7 +15,7 @@ Select it in a config::
 ``nms_iou`` should equal the model's ``test_cfg.rcnn.nms.iou_threshold`` so that images
 no larger than one tile are left as the model predicted them.
 """
-from typing import Dict, List, Sequence, Union
+from typing import Dict, List, Union
 
 import torch
 from mmengine.evaluator import Evaluator
@@ -40,6 +40,9 @@ class TiledInferenceMixin:
         tile_batch_size (int): tiles per forward pass. Defaults to 8.
         max_per_img (int): cap on the merged detections per image; -1 (default) keeps
             all, each tile being capped by the model's ``test_cfg``.
+
+    The loop class sets ``stage`` (``'test'`` or ``'val'``): it selects the model's
+    ``<stage>_step`` and the ``before/after_<stage>_iter`` hooks.
     """
 
     def _init_tiling(self, tile_size: int, overlap: int, nms_iou: float,
@@ -97,6 +100,18 @@ class TiledInferenceMixin:
             tile_preds, offsets, nms_iou=self.nms_iou, max_per_img=self.max_per_img)
         return sample
 
+    @torch.no_grad()
+    def run_iter(self, idx: int, data_batch: dict) -> None:
+        """One dataloader batch: tiled prediction, evaluation and the stage's hooks."""
+        stage = self.stage
+        self.runner.call_hook(f'before_{stage}_iter', batch_idx=idx, data_batch=data_batch)
+        with autocast(enabled=self.fp16):
+            outputs = self.predict_tiled(getattr(self.runner.model, f'{stage}_step'),
+                                         data_batch)
+        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
+        self.runner.call_hook(f'after_{stage}_iter', batch_idx=idx, data_batch=data_batch,
+                              outputs=outputs)
+
 
 @LOOPS.register_module()
 class TiledTestLoop(TiledInferenceMixin, TestLoop):
@@ -107,6 +122,7 @@ class TiledTestLoop(TiledInferenceMixin, TestLoop):
         tile_size, overlap, nms_iou, tile_batch_size, max_per_img: see
             :class:`TiledInferenceMixin`.
     """
+    stage = 'test'
 
     def __init__(self, runner, dataloader: Union[DataLoader, Dict],
                  evaluator: Union[Evaluator, Dict, List], tile_size: int,
@@ -114,20 +130,12 @@ class TiledTestLoop(TiledInferenceMixin, TestLoop):
                  max_per_img: int = -1, fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
         self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
-
-    @torch.no_grad()
-    def run_iter(self, idx: int, data_batch: dict) -> None:
-        self.runner.call_hook('before_test_iter', batch_idx=idx, data_batch=data_batch)
-        with autocast(enabled=self.fp16):
-            outputs = self.predict_tiled(self.runner.model.test_step, data_batch)
-        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
-        self.runner.call_hook('after_test_iter', batch_idx=idx, data_batch=data_batch,
-                              outputs=outputs)
 
 
 @LOOPS.register_module()
 class TiledValLoop(TiledInferenceMixin, ValLoop):
     """``ValLoop`` counterpart of :class:`TiledTestLoop` (validation on whole images)."""
+    stage = 'val'
 
     def __init__(self, runner, dataloader: Union[DataLoader, Dict],
                  evaluator: Union[Evaluator, Dict, List], tile_size: int,
@@ -135,12 +143,3 @@ class TiledValLoop(TiledInferenceMixin, ValLoop):
                  max_per_img: int = -1, fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
         self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
-
-    @torch.no_grad()
-    def run_iter(self, idx: int, data_batch: Sequence[dict]) -> None:
-        self.runner.call_hook('before_val_iter', batch_idx=idx, data_batch=data_batch)
-        with autocast(enabled=self.fp16):
-            outputs = self.predict_tiled(self.runner.model.val_step, data_batch)
-        self.evaluator.process(data_samples=outputs, data_batch=data_batch)
-        self.runner.call_hook('after_val_iter', batch_idx=idx, data_batch=data_batch,
-                              outputs=outputs)

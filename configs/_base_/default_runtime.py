@@ -23,6 +23,11 @@ vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(
     type='DetLocalVisualizer', vis_backends=vis_backends, name='visualizer')
 log_processor = dict(type='LogProcessor', window_size=10, by_epoch=False)
+# Every run is seeded (Python, numpy, torch, the samplers and the dataloader workers), so the
+# same seed and thread count give the same losses and metrics on a CPU; another seed:
+# --cfg-options randomness.seed=K (tools/repeat.py runs several). Bitwise equality on GPUs
+# also needs randomness.deterministic=True (slower cuDNN/CUDA kernels).
+randomness = dict(seed=0)
 log_level = 'INFO'
 load_from = None
 resume = False

@@ -403,3 +403,18 @@ def test_resume_restores_the_priors_of_the_checkpoint(tmp_path):
     probe = next(h for h in runner.hooks if isinstance(h, PriorProbe))
     torch.testing.assert_close(probe.priors, saved)
     torch.testing.assert_close(probe.rpn_prior, state['rpn_head.loss_cls.prior'])
+
+
+def test_rpn_prior_kept_when_not_updated(tmp_path, monkeypatch):
+    """update_rpn_prior=False: a per-stage RPN prior stays as configured, and is logged."""
+    runner = build_runner(tmp_path, anchor_class=0, update_rpn_prior=False)
+    hook = prior_hook(runner)
+    roi_loss, rpn_loss = losses(runner)
+    configured = rpn_loss.prior.item()
+    hook.before_train(runner)
+    set_counts(monkeypatch, hook, [10, 5, 0])
+    hook.before_train_iter(runner, 0, data_batch=None)
+    hook.after_train_iter(runner, 0)
+    torch.testing.assert_close(roi_loss.priors, torch.tensor([0.3, 0.15, hook.min_prior]))
+    assert rpn_loss.prior.item() == configured != pytest.approx(roi_loss.priors.sum().item())
+    assert runner.message_hub.get_scalar('train/prior_rpn').current() == configured

@@ -115,7 +115,11 @@ class PriorUpdateHook(Hook):
 
     and are copied into the ``priors`` buffer of every :class:`MultiPULoss` in the model
     (the RoI head). Every binary :class:`PULoss` in the model (the class-agnostic RPN)
-    receives the total positive prior ``sum_m pi_m`` (SPEC §2.3). Details:
+    receives the total positive prior ``sum_m pi_m`` (SPEC §2.3), unless
+    ``update_rpn_prior=False``: then it keeps its configured prior, a per-stage prior
+    (the RPN samples anchors at random over the whole image, where unannotated cells
+    are much rarer than among the RoIs; docs/experiments.md, "Per-stage priors").
+    Details:
 
     * ``N_1 = 0``: the previous priors are kept (the ratio is undefined).
     * Validity (the losses require ``0 < pi < 1`` and ``sum pi < 1``): a class with
@@ -147,8 +151,9 @@ class PriorUpdateHook(Hook):
       priors are set before the losses of the batch are computed.
     * The priors are buffers of the loss modules: checkpoints store them and
       ``resume`` restores them. ``before_train`` (which runs after resuming) only sets
-      ``pi_anchor = pi_1`` (and the RPN prior to the sum), so a fresh run starts from
-      the configured initial priors and a resumed run from the saved ones.
+      ``pi_anchor = pi_1`` (and, with ``update_rpn_prior``, the RPN prior to the sum),
+      so a fresh run starts from the configured initial priors and a resumed run from
+      the saved ones.
     * After every iteration the priors used in it are logged through the message hub
       as ``train/prior_<class name>`` and the RPN prior as ``train/prior_rpn``, so they
       appear in the text log, ``vis_data/scalars.json`` and TensorBoard.
@@ -176,6 +181,8 @@ class PriorUpdateHook(Hook):
             is equivalent (see above). False always runs a separate forward; set it for
             backbones with other layers that behave differently in training mode.
             Defaults to True.
+        update_rpn_prior (bool): Set the binary PU losses' prior to ``sum_m pi_m``
+            (SPEC §2.3). False leaves their configured prior. Defaults to True.
     """
 
     priority = 'NORMAL'
@@ -188,7 +195,8 @@ class PriorUpdateHook(Hook):
                  begin_iter: int = 0,
                  min_prior: float = 1e-3,
                  max_total_prior: float = 0.99,
-                 reuse_features: bool = True) -> None:
+                 reuse_features: bool = True,
+                 update_rpn_prior: bool = True) -> None:
         if not 0 < max_total_prior < 1:
             raise ValueError('PriorUpdateHook: max_total_prior must be in (0, 1), '
                              f'got {max_total_prior}')
@@ -209,6 +217,7 @@ class PriorUpdateHook(Hook):
         self.min_prior = min_prior
         self.max_total_prior = max_total_prior
         self.reuse_features = reuse_features
+        self.update_rpn_prior = update_rpn_prior
         self._warned_clip = False
         self._feature_hook = None
         self._pending_samples = None
@@ -351,7 +360,7 @@ class PriorUpdateHook(Hook):
             self._warned_clip = True
         for loss in self.multi_losses:
             loss.priors.copy_(valid)
-        for loss in self.binary_losses:
+        for loss in self.binary_losses if self.update_rpn_prior else ():
             loss.prior.copy_(valid.sum())
 
     def _resolve_anchor(self, dataset, classes: Sequence[str]) -> int:

@@ -4,7 +4,16 @@ The paper splits 4:1:1 by slide/case/image and, for MITOS-ATYPIA-14 and CRCHisto
 5-fold cross-validation with a fixed validation set (Section 3.1): one sixth of the
 groups is the validation set of every fold, the other groups are cut into 5 parts and
 fold ``k`` tests on part ``k`` and trains on the other four (4:1:1 again).
+
+Small datasets: every split needs at least one group, so a plain split needs 3 groups
+and ``n`` folds need ``n + 1`` (one validation group and one test group per fold); fewer
+raise a ``ValueError`` saying so. When the ratios would leave a split empty although
+there are enough groups (3 groups at 4:1:1 round to 2:0:1), each empty split gets one
+group, taken from the largest one (3 groups split 1:1:1), with a warning that gives the
+split used.
 """
+import warnings
+
 import numpy as np
 
 SPLITS = ('train', 'val', 'test')
@@ -25,6 +34,9 @@ def split_groups(groups, ratios=(4, 1, 1), seed=0, n_folds=5):
         dict with ``seed``, ``ratios``, ``n_folds``, ``val`` (sorted list, the same for
         every fold), ``folds`` (list of ``n_folds`` dicts with sorted ``train`` and
         ``test`` lists) and ``assignment`` (``{group: [split of fold 0, fold 1, ...]}``).
+
+    Raises:
+        ValueError: bad ratios or fold count, or fewer groups than the split needs.
     """
     ratios = tuple(float(r) for r in ratios)
     if len(ratios) != 3 or min(ratios) <= 0:
@@ -38,12 +50,7 @@ def split_groups(groups, ratios=(4, 1, 1), seed=0, n_folds=5):
                          f' got {ratios}')
     unique = sorted(set(map(str, groups)))
     order = [unique[i] for i in np.random.default_rng(seed).permutation(len(unique))]
-    n = len(order)
-    n_val = int(round(n * ratios[1] / sum(ratios)))
-    n_test = int(round(n * ratios[2] / sum(ratios)))
-    if n_val < 1 or n - n_val < max(n_folds, 2) or (n_folds == 1 and n_test < 1):
-        raise ValueError(f'{n} groups are too few for a {ratios} split with {n_folds} '
-                         f'fold(s): every split needs at least one group')
+    n_val, n_test = _split_sizes(len(order), ratios, n_folds)
     val, rest = order[:n_val], order[n_val:]
     if n_folds == 1:
         parts = [rest[:n_test]]
@@ -58,3 +65,46 @@ def split_groups(groups, ratios=(4, 1, 1), seed=0, n_folds=5):
                 assignment[group].append(split)
     return dict(seed=seed, ratios=list(ratios), n_folds=n_folds, val=sorted(val),
                 folds=folds, assignment=assignment)
+
+
+def _ratio_text(ratios):
+    return ':'.join(f'{r:g}' for r in ratios)
+
+
+def _split_sizes(n, ratios, n_folds):
+    """Numbers of validation and test groups (``n_test`` only counts for one fold).
+
+    The shares are rounded as always; a share that would leave a split empty is raised to
+    one group, taken from the largest other share, with a warning.
+    """
+    total = sum(ratios)
+    n_val = int(round(n * ratios[1] / total))
+    n_test = int(round(n * ratios[2] / total))
+    if n_folds == 1:
+        if n < 3:
+            raise ValueError(f'a {_ratio_text(ratios)} train/val/test split needs at least '
+                             f'3 groups (one per split); there are {n}')
+        val, test = max(n_val, 1), max(n_test, 1)
+        while n - val - test < 1:  # give train its group from the larger of val/test
+            if val >= test:
+                val -= 1
+            else:
+                test -= 1
+        if (val, test) != (n_val, n_test):
+            warnings.warn(f'{n} groups are too few for a {_ratio_text(ratios)} train/val/'
+                          f'test split (it would leave a split empty); using '
+                          f'{n - val - test}:{val}:{test} instead ({n - val - test} train, '
+                          f'{val} val, {test} test group(s))', stacklevel=3)
+        return val, test
+    if n < n_folds + 1:
+        raise ValueError(f'{n_folds} folds need at least {n_folds + 1} groups (1 '
+                         f'validation group and 1 test group per fold); there are {n}. '
+                         'Use fewer folds (--n-folds).')
+    val = min(max(n_val, 1), n - n_folds)
+    if val != n_val:
+        warnings.warn(f'{n} groups are too few for {n_folds} folds at '
+                      f'{_ratio_text(ratios)}: using {val} validation group(s) instead of '
+                      f'{n_val}, so that every fold has a validation group and tests at '
+                      f'least one group ({n - val} groups in {n_folds} test folds)',
+                      stacklevel=3)
+    return val, None

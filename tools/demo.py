@@ -5,24 +5,45 @@
 1. generates the synthetic H&E-like dataset (``data/synthetic_<variant>``, complete labels);
 2. trains the slim CPU Faster R-CNN with each method of the variant on the incomplete
    (deleted) annotations, and the upper bound on the complete ones
-   (``configs/synthetic/*.py``, ``tools/train.py``), several runs side by side;
-3. evaluates every run on the whole test images with tiled inference
-   (``tools/test.py``, ``TiledTestLoop`` + ``CellDetMetric``) and paints TP/FP/FN overlays;
-4. prints the paper-style table (recall, precision, F1 per class, gap closed) and writes
-   ``results.json``, ``results.md`` and ``figure.png`` (bar chart + one overlay per
-   method) into the work dir.
+   (``configs/synthetic/*.py``), once per seed (``--seeds``, default ``0 1 2``;
+   ``randomness.seed``), ``--jobs`` runs side by side through the scheduler of
+   ``tools/repeat.py`` (:mod:`mmdet_pu.apis.runs`): a slot trains a run and then tests
+   it, so the tests overlap the other trainings; pi is already chosen
+   (``tools/sweep_prior.py``), so nothing is validated during training;
+3. evaluates every run once on the whole test images with tiled inference
+   (``tools/test.py``, ``TiledTestLoop`` + ``CellDetMetric``); the runs of the first
+   seed also paint TP/FP/FN overlays;
+4. prints per method the mean ± std over seeds of the average recall, precision and F1
+   (per class too for ``multi``) and the gap closed by the mean F1, and whether the PU
+   method beats its comparison (binary: PU vs naive PU; multi: multi-class PU vs CE) on
+   F1: paired t-test over seeds of :mod:`mmdet_pu.evaluation.comparison`
+   (``tools/compare.py``'s statistics); writes ``results.json``, ``results.md`` and
+   ``figure.png`` (mean ± std bars with one dot per seed + one overlay per method) into
+   the work dir.
+
+Each run has its own work dir ``<work dir>/<config stem>/seed<K>``, with its log
+``run.log``. A second call reuses what is done (a tested run is not run again, an
+interrupted one resumes); the same work dir with other options (``--iters``,
+``--cfg-options``, ``--data-root``) is refused: pass another ``--work-dir``.
+``--iters`` overrides the configs' schedule (default: the configs' own).
 
 ``--variant multi`` runs the multi-class demo (MultiPULoss + PriorUpdateHook vs CE).
 """
 import argparse
+import io
 import json
 import os
 import os.path as osp
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
+
+from mmdet_pu.apis.runs import Run, run_all, run_dir, write_atomic
+from mmdet_pu.evaluation.comparison import (OVERALL, build_table, draw_rates, load_runs,
+                                            table_dict)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,10 +60,11 @@ METHODS = dict(
         ('multi-class PU', 'configs/synthetic/synthetic_multi_cap2_mpu.py', 'method'),
         ('upper bound', 'configs/synthetic/synthetic_multi_upper_bound.py', 'upper_bound'),
     ])
-ITER_RE = re.compile(r'Iter\(train\)\s*\[\s*(\d+)/(\d+)\].*?\bloss: ([\d.]+)')
+#: (reference, compared method) of the significance line: the only paired test.
+CLAIMS = dict(binary=('PU', 'naive PU'), multi=('multi-class PU', 'CE baseline'))
 
 
-def parse_args():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--variant', choices=sorted(METHODS), default='binary')
@@ -50,13 +72,22 @@ def parse_args():
     parser.add_argument('--data-root', help='default: data/synthetic_<variant>')
     parser.add_argument('--num-images', type=int, default=60,
                         help='synthetic whole images (512 px) to generate')
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2],
+                        help='training seeds, one run per method and seed (default 0 1 2)')
     parser.add_argument('--iters', type=int, help='training iterations per run '
                         '(default: the configs\' schedule)')
     parser.add_argument('--jobs', type=int, default=2,
-                        help='trainings run side by side (each gets cores/jobs threads)')
+                        help='runs side by side (each gets cores/jobs threads)')
     parser.add_argument('--cfg-options', nargs='+', default=[],
                         help='extra --cfg-options passed to every run')
-    return parser.parse_args()
+    args = parser.parse_args(argv)
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error(f'--seeds repeat: {args.seeds}')
+    if args.jobs < 1 or (args.iters is not None and args.iters < 1):
+        parser.error('--jobs and --iters must be >= 1')
+    args.work_dir = args.work_dir or osp.join('work_dirs', f'demo_{args.variant}')
+    args.data_root = args.data_root or osp.join('data', f'synthetic_{args.variant}')
+    return args
 
 
 def prepare_data(variant, data_root, num_images):
@@ -66,203 +97,179 @@ def prepare_data(variant, data_root, num_images):
         return
     print(f'[demo] generating {num_images} synthetic {variant} images into {data_root}')
     subprocess.run([sys.executable, 'data_prep/prepare.py', 'synthetic', '--variant', variant,
-                    '--out', data_root, '--num-images', str(num_images), '--seed', '0'],
-                   cwd=REPO, check=True)
+                    '--out', osp.abspath(data_root), '--num-images', str(num_images),
+                    '--seed', '0', '--no-progress'], cwd=REPO, check=True)
 
 
-def data_options(data_root):
-    root = data_root.rstrip('/') + '/'
-    return [f'{loader}.dataset.data_root={root}'
-            for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
+def run_options(args):
+    """``--cfg-options`` of every run: the data, no validation, the iterations."""
+    root = args.data_root.rstrip('/') + '/'
+    options = [f'{loader}.dataset.data_root={root}'
+               for loader in ('train_dataloader', 'test_dataloader')]
+    options += ['val_cfg=None', 'val_dataloader=None', 'val_evaluator=None']
+    if args.iters:
+        options += [f'train_cfg.max_iters={args.iters}',
+                    f'train_cfg.val_interval={args.iters}',
+                    f'default_hooks.checkpoint.interval={args.iters}']
+    return options + list(args.cfg_options)
 
 
-class Run:
-    """One method: train, then test, each a subprocess of the repo's tools."""
-
-    def __init__(self, name, config, role, work_dir):
-        self.name, self.config, self.role = name, config, role
-        self.work_dir = osp.join(work_dir, Path(config).stem)
-        self.test_dir = osp.join(self.work_dir, 'test')
-        self.log = osp.join(self.work_dir, 'demo.log')
-        self.stage, self.proc = 'pending', None
-        self.started = self.train_seconds = None
-        self.metrics = None
-
-    def _spawn(self, args, threads):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
-        with open(self.log, 'a') as log:
-            self.proc = subprocess.Popen([sys.executable, *args], cwd=REPO, env=env,
-                                         stdout=log, stderr=subprocess.STDOUT)
-
-    def start(self, train_options, test_options, threads):
-        """Start training; :meth:`poll` starts the test when it is done."""
-        os.makedirs(self.work_dir, exist_ok=True)
-        self.test_options, self.threads = test_options, threads
-        self.stage, self.started = 'train', time.time()
-        self._spawn(['tools/train.py', self.config, '--work-dir', self.work_dir,
-                     '--cfg-options', *train_options], threads)
-
-    def poll(self):
-        """Advance the run; returns True once it is tested."""
-        if self.proc.poll() is None:
-            return False
-        if self.proc.returncode != 0:
-            with open(self.log, errors='replace') as f:
-                tail = f.read()[-4000:]
-            sys.exit(f'[demo] {self.stage} of {self.name} failed (log {self.log}):\n{tail}')
-        if self.stage == 'train':
-            self.train_seconds = time.time() - self.started
-            print(f'[demo] {self.name} trained in {self.train_seconds / 60:.1f} min; '
-                  'testing with tiled inference on the whole test images', flush=True)
-            with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
-                checkpoint = f.read().strip()
-            self.stage = 'test'
-            self._spawn(['tools/test.py', self.config, checkpoint, '--work-dir',
-                         self.test_dir, '--show-dir', 'overlays', '--cfg-options',
-                         *self.test_options], self.threads)
-            return False
-        self.stage, self.metrics = 'done', self._test_metrics()
-        return True
-
-    def progress(self):
-        """A short status: training iteration and loss, or the stage."""
-        if self.stage != 'train':
-            return f'{self.name} {self.stage}'
-        with open(self.log, errors='replace') as f:
-            matches = ITER_RE.findall(f.read())
-        if not matches:
-            return f'{self.name} starting'
-        iteration, total, loss = matches[-1]
-        return f'{self.name} {iteration}/{total} loss {loss}'
-
-    def _test_metrics(self):
-        """The test metrics dumped by ``CellDetMetric`` (undefined values are null)."""
-        dump = Path(self.test_dir, 'cell_metrics', 'test_per_image.json')
-        return json.loads(dump.read_text())['metrics']
+def plan_runs(args):
+    """``{method name: [Run per seed]}``; the overlays come from the first seed."""
+    options = run_options(args)
+    return {name: [Run(REPO / config, run_dir(args.work_dir, config, seed),
+                       [*options, f'randomness.seed={seed}'], name=f'{name} seed {seed}',
+                       show_dir='overlays' if seed == args.seeds[0] else None,
+                       tools_dir=REPO / 'tools')
+                   for seed in args.seeds]
+            for name, config, _ in METHODS[args.variant]}
 
 
-def run_all(runs, train_options, test_options, jobs):
-    """Train and test every run, ``jobs`` at a time, printing progress."""
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    pending, active, last_print = list(runs), [], time.time()
-    while pending or active:
-        while pending and len(active) < jobs:
-            run = pending.pop(0)
-            print(f'[demo] training {run.name}: {run.config}', flush=True)
-            run.start(train_options, test_options, threads)
-            active.append(run)
-        time.sleep(2)
-        active = [run for run in active if not run.poll()]
-        if active and time.time() - last_print > 30:
-            last_print = time.time()
-            print('[demo] ' + ' | '.join(run.progress() for run in active), flush=True)
+def _mean(table, name, cls, rate):
+    mean = table[(name, cls, rate)].mean
+    return None if np.isnan(mean) else mean
 
 
-def summarise(runs, metrics, classes):
-    """Rows of the table and the gap closed by each method, from the test metrics."""
+def summarise(variant, plan, methods, table):
+    """Rows of the table: mean and std over seeds, gap closed of the mean F1."""
+    classes = methods[0].classes
+    main_class = OVERALL if OVERALL in classes else classes[0]
+    roles = {name: role for name, _, role in METHODS[variant]}
+    configs = {name: config for name, config, _ in METHODS[variant]}
+    baseline = next(n for n, r in roles.items() if r == 'baseline')
+    upper = next(n for n, r in roles.items() if r == 'upper_bound')
+
     def f1(name):
-        return metrics[name]['cell/avg_f1'] or 0.0
+        return _mean(table, name, main_class, 'f1') or 0.0
 
-    baseline = next(r.name for r in runs if r.role == 'baseline')
-    upper = next(r.name for r in runs if r.role == 'upper_bound')
     gap = f1(upper) - f1(baseline)
     rows = []
-    for run in runs:
-        m = metrics[run.name]
-        row = dict(method=run.name, config=run.config,
-                   recall=m['cell/avg_recall'], precision=m['cell/avg_precision'],
-                   f1=m['cell/avg_f1'], train_minutes=round(run.train_seconds / 60, 2))
+    for m in methods:
+        row = dict(method=m.name, config=configs[m.name])
+        for rate in ('recall', 'precision', 'f1'):
+            cell = table[(m.name, main_class, rate)]
+            row[rate] = _mean(table, m.name, main_class, rate)
+            row[f'{rate}_std'] = None if np.isnan(cell.std) else cell.std
         for c in classes if len(classes) > 1 else ():
-            row[f'f1/{c}'] = m[f'cell/{c}/avg_f1']
-        if run.role == 'method':
-            row['gap_closed'] = (f1(run.name) - f1(baseline)) / gap if gap > 0 else None
+            if c != OVERALL:
+                row[f'f1/{c}'] = _mean(table, m.name, c, 'f1')
+        if roles[m.name] == 'method':
+            row['gap_closed'] = (f1(m.name) - f1(baseline)) / gap if gap > 0 else None
+        seconds = [run.train_seconds for run in plan[m.name]]
+        row['train_minutes'] = (round(float(np.mean(seconds)) / 60, 2)
+                                if None not in seconds else None)
         rows.append(row)
-    return rows
+    return rows, main_class
 
 
-def number(value):
-    return '-' if value is None else f'{value:.3f}'
+def significance(variant, methods, table, num_tests, main_class):
+    """Whether the PU method beats its comparison on F1, and the line that says so."""
+    ref, other = CLAIMS[variant]
+    n = len(methods[0].units)
+    diff = table[(ref, main_class, 'f1')].mean - table[(other, main_class, 'f1')].mean
+    p = table[(other, main_class, 'f1')].p
+    if np.isnan(p):
+        verdict = 'not tested'
+        line = (f'{ref} > {other} on F1: not tested with {n} seed(s), the paired t-test '
+                f'needs 2 or more (mean difference {diff:+.3f})')
+    else:
+        if diff <= 0:
+            verdict = f'no: {ref} has the lower mean F1'
+        else:
+            verdict = 'significant' if p < 0.05 else 'not significant'
+        line = (f'{ref} > {other} on F1 over {n} seeds: {verdict} (mean difference '
+                f'{diff:+.3f}, two-sided paired t-test p = {p:.3f}, Benjamini-Hochberg '
+                f'corrected over {num_tests} tests: recall, precision and F1 per class)')
+    return dict(ref=ref, other=other, rate='f1', mean_difference=float(diff),
+                p=None if np.isnan(p) else float(p), num_tests=num_tests,
+                verdict=verdict), line
+
+
+def _mean_std(row, key):
+    mean, std = row[key], row[f'{key}_std']
+    if mean is None:
+        return '-'
+    return f'{mean:.3f}' if std is None else f'{mean:.3f} ± {std:.3f}'
 
 
 def markdown_table(rows, classes):
-    per_class = [f'f1/{c}' for c in classes] if len(classes) > 1 else []
+    per_class = [f'f1/{c}' for c in classes if c != OVERALL] if len(classes) > 1 else []
     head = ['method', 'recall', 'precision', 'F1', *[k.replace('f1/', 'F1 ') for k in per_class],
             'gap closed']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         gap = f"{100 * r['gap_closed']:.0f} %" if r.get('gap_closed') is not None else ''
-        cells = [r['method'], *[number(r[k]) for k in ('recall', 'precision', 'f1', *per_class)],
-                 gap]
+        cells = [r['method'], *[_mean_std(r, k) for k in ('recall', 'precision', 'f1')],
+                 *['-' if r[k] is None else f'{r[k]:.3f}' for k in per_class], gap]
         lines.append('| ' + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
 
 
-def draw_figure(rows, runs, path):
-    """Bar chart of recall / precision / F1 and one TP/FP/FN overlay per method."""
+def draw_figure(plan, methods, table, main_class, path):
+    """Mean ± std bars with the seeds as dots, and one TP/FP/FN overlay per method."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    overlays = []
-    for run in runs:
-        found = sorted(Path(run.work_dir, 'test').glob('*/overlays/**/*.png'))
-        overlays.append(found[0] if found else None)
-    fig = plt.figure(figsize=(4 * len(runs), 8))
+    fig = plt.figure(figsize=(4 * len(methods), 8))
     ax = fig.add_subplot(2, 1, 1)
-    width = 0.8 / 3
-    for k, key in enumerate(('recall', 'precision', 'f1')):
-        ax.bar([i + (k - 1) * width for i in range(len(rows))], [r[key] or 0 for r in rows],
-               width, label=key)
-    ax.set_xticks(range(len(rows)), [r['method'] for r in rows])
-    ax.set_ylim(0, 1)
-    ax.legend(ncol=3)
-    ax.set_title('Synthetic cells, tiled whole-image evaluation')
-    for i, (run, png) in enumerate(zip(runs, overlays)):
-        sub = fig.add_subplot(2, len(runs), len(runs) + i + 1)
-        if png is not None:
-            sub.imshow(plt.imread(str(png)))
-        sub.set_title(f'{run.name}\nTP green, FP red, FN yellow', fontsize=9)
+    n = len(methods[0].units)
+    draw_rates(ax, table, methods, main_class,
+               title=f'Synthetic cells, tiled whole-image evaluation, {n} seed(s)')
+    for i, m in enumerate(methods):
+        first = plan[m.name][0]
+        found = sorted(Path(first.work_dir).glob('*/overlays/**/*.png'))
+        sub = fig.add_subplot(2, len(methods), len(methods) + i + 1)
+        if found:
+            sub.imshow(plt.imread(str(found[0])))
+        sub.set_title(f'{first.name}\nTP green, FP red, FN yellow', fontsize=9)
         sub.axis('off')
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format='png', dpi=110)
     plt.close(fig)
+    write_atomic(path, png.getvalue())
 
 
-def main():
-    args = parse_args()
+def main(argv=None):
+    args = parse_args(argv)
     t0 = time.time()
-    work_dir = args.work_dir or osp.join('work_dirs', f'demo_{args.variant}')
-    data_root = args.data_root or osp.join('data', f'synthetic_{args.variant}')
-    os.makedirs(work_dir, exist_ok=True)
-    prepare_data(args.variant, data_root, args.num_images)
+    os.makedirs(args.work_dir, exist_ok=True)
+    prepare_data(args.variant, args.data_root, args.num_images)
 
-    # pi is already chosen (tools/sweep_prior.py, docs/experiments.md): no validation run
-    options = data_options(data_root) + [
-        'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None'] + list(args.cfg_options)
-    if args.iters:
-        options.append(f'train_cfg.max_iters={args.iters}')
-        options.append(f'train_cfg.val_interval={args.iters}')
-        options.append(f'default_hooks.checkpoint.interval={args.iters}')
-    runs = [Run(name, config, role, work_dir) for name, config, role in METHODS[args.variant]]
-    run_all(runs, options, data_options(data_root), args.jobs)
+    plan = plan_runs(args)
+    # seed-major order: an interrupted demo has every method of the first seeds
+    runs = [plan[name][k] for k in range(len(args.seeds)) for name in plan]
+    try:
+        run_all(runs, args.jobs, echo=lambda msg: print(f'[demo] {msg}', flush=True),
+                status_every=30)
+    except (ValueError, RuntimeError) as e:
+        sys.exit(f'[demo] {e}')
 
-    metrics = {run.name: run.metrics for run in runs}
-    classes = sorted({k.split('/')[1] for m in metrics.values() for k in m
-                      if k.count('/') == 2})
-    rows = summarise(runs, metrics, classes)
-    table = markdown_table(rows, classes)
+    ref, other = CLAIMS[args.variant]
+    methods = [load_runs(name, [run.report for run in plan[name]], overall=True)
+               for name in plan]
+    table, num_tests = build_table(methods, ref, untested=[n for n in plan
+                                                           if n not in (ref, other)])
+    rows, main_class = summarise(args.variant, plan, methods, table)
+    claim, claim_line = significance(args.variant, methods, table, num_tests, main_class)
+    text = (f'{markdown_table(rows, methods[0].classes)}\n\n{claim_line}.\n\nMean ± std '
+            f'over seeds {args.seeds} of the average over test images; gap closed = '
+            '(F1 - F1 CE) / (F1 upper bound - F1 CE) of the mean F1.\n')
     minutes = (time.time() - t0) / 60
-    print(f'\n{table}\n\nTotal time {minutes:.1f} min. Gap closed = (F1 - F1 CE) / '
-          '(F1 upper bound - F1 CE).')
+    print(f'\n{text}\nTotal time {minutes:.1f} min.')
 
-    results = dict(variant=args.variant, data_root=data_root, minutes=round(minutes, 2),
-                   rows=rows, metrics=metrics)
-    with open(osp.join(work_dir, 'results.json'), 'w') as f:
-        json.dump(results, f, indent=2)
-    with open(osp.join(work_dir, 'results.md'), 'w') as f:
-        f.write(table + '\n')
-    draw_figure(rows, runs, osp.join(work_dir, 'figure.png'))
-    print(f'[demo] wrote {work_dir}/results.json, results.md and figure.png')
+    results = dict(variant=args.variant, data_root=args.data_root, seeds=args.seeds,
+                   iters=args.iters, minutes=round(minutes, 2), rows=rows,
+                   significance=claim, table=table_dict(table, methods),
+                   runs={name: [run.work_dir for run in runs]
+                         for name, runs in plan.items()},
+                   metrics={name: [run.metrics for run in runs]
+                            for name, runs in plan.items()})
+    write_atomic(osp.join(args.work_dir, 'results.json'), json.dumps(results, indent=2))
+    write_atomic(osp.join(args.work_dir, 'results.md'), text)
+    draw_figure(plan, methods, table, main_class, osp.join(args.work_dir, 'figure.png'))
+    print(f'[demo] wrote {args.work_dir}/results.json, results.md and figure.png')
 
 
 if __name__ == '__main__':

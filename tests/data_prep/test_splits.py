@@ -43,3 +43,37 @@ def test_deterministic_by_seed_and_independent_of_order():
 def test_bad_requests_raise(kwargs):
     with pytest.raises(ValueError):
         split_groups(**kwargs)
+
+
+def test_three_groups_split_one_each_with_a_warning():
+    with pytest.warns(UserWarning, match=r'3 groups are too few for a 4:1:1 .* using '
+                                         r'1:1:1 instead \(1 train, 1 val, 1 test'):
+        splits = split_groups(['s1', 's2', 's3'], n_folds=1)
+    fold = splits['folds'][0]
+    assert (len(fold['train']), len(splits['val']), len(fold['test'])) == (1, 1, 1)
+    assert sorted(fold['train'] + splits['val'] + fold['test']) == ['s1', 's2', 's3']
+
+
+@pytest.mark.parametrize('n, n_folds, needed', [(2, 1, 3), (0, 1, 3), (5, 5, 6), (3, 3, 4)])
+def test_too_few_groups_say_how_many_are_needed(n, n_folds, needed):
+    ratios = (n_folds - 1, 1, 1) if n_folds > 1 else (4, 1, 1)
+    with pytest.raises(ValueError, match=rf'at least {needed} groups .*there are {n}\b'):
+        split_groups([f'g{i}' for i in range(n)], ratios=ratios, n_folds=n_folds)
+
+
+@pytest.mark.parametrize('n, n_folds', [(4, 1), (6, 1), (6, 5), (11, 5)])
+def test_enough_groups_split_by_the_ratios_without_warning(n, n_folds, recwarn):
+    splits = split_groups([f'g{i}' for i in range(n)], n_folds=n_folds)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert len(splits['val']) == (1 if n < 9 else 2)
+    for fold in splits['folds']:
+        assert fold['train'] and fold['test']
+
+
+def test_folds_shrink_a_large_validation_share_with_a_warning():
+    # 1:9:1 of 8 groups rounds to 7 validation groups, leaving 1 group for 2 test folds
+    with pytest.warns(UserWarning, match=r'8 groups are too few for 2 folds at 1:9:1: '
+                                         r'using 6 validation group\(s\) instead of 7'):
+        splits = split_groups([f'g{i}' for i in range(8)], ratios=(1, 9, 1), n_folds=2)
+    assert len(splits['val']) == 6
+    assert [len(f['test']) for f in splits['folds']] == [1, 1]

@@ -1,4 +1,5 @@
-"""tools/compare.py on per-image dumps written by CellDetMetric itself."""
+"""tools/compare.py (over mmdet_pu.evaluation.comparison) on per-image dumps written by
+CellDetMetric itself."""
 import numpy as np
 import pytest
 import torch
@@ -7,7 +8,7 @@ from mmengine.structures import InstanceData
 from scipy import stats
 
 from mmdet.structures import DetDataSample
-from mmdet_pu.evaluation import CellDetMetric
+from mmdet_pu.evaluation import CellDetMetric, comparison
 from mmdet_pu.evaluation.statistics import benjamini_hochberg
 from tests.tools import load_tool
 
@@ -168,10 +169,10 @@ def test_per_image_mode_pairs_images_and_skips_undefined(tmp_path):
 
 def test_input_errors_are_clear(tmp_path):
     with pytest.raises(FileNotFoundError, match='matches no work dir'):
-        compare.resolve_reports(str(tmp_path / 'nothing*'), 'test')
+        comparison.resolve_reports(str(tmp_path / 'nothing*'), 'test')
     (tmp_path / 'empty_run').mkdir()
     with pytest.raises(FileNotFoundError, match='test_per_image.json not found'):
-        compare.resolve_reports(str(tmp_path / 'empty_run'), 'test')
+        comparison.resolve_reports(str(tmp_path / 'empty_run'), 'test')
     with pytest.raises(SystemExit):
         compare.parse_args(['a', 'b', '--names', 'x', '--ref', 'x'])
 
@@ -185,3 +186,29 @@ def test_dumps_with_another_metric_prefix(tmp_path):
         evaluator.evaluate(1)
     method = compare.load_folds('a', str(tmp_path / 'a'), 'test')
     assert method.values[('cell', 'recall')].tolist() == [0.75]
+
+
+def test_runs_of_a_multi_class_method_with_the_mean_over_classes(tmp_path):
+    classes = ('tumor', 'lymphocyte')
+    reports = []
+    for seed, counts in enumerate([[(4, 1, 1), (2, 0, 2)], [(3, 0, 2), (5, 1, 0)]]):
+        dump(tmp_path / f'seed{seed}', {1: counts}, classes)
+        reports.append(comparison.report_path(str(tmp_path / f'seed{seed}')))
+    method = comparison.load_runs('mpu', reports, overall=True)
+    assert method.classes == ['tumor', 'lymphocyte', comparison.OVERALL]
+    f1_mean = [np.mean([f1(4, 1, 1), f1(2, 0, 2)]), np.mean([f1(3, 0, 2), f1(5, 1, 0)])]
+    assert method.values[(comparison.OVERALL, 'f1')] == pytest.approx(f1_mean)
+    table, num_tests = comparison.build_table([method], 'mpu')
+    data = comparison.table_dict(table, [method])
+    entry = data['mpu'][comparison.OVERALL]['f1']
+    assert entry['mean'] == pytest.approx(np.mean(f1_mean))
+    assert entry['std'] == pytest.approx(np.std(f1_mean, ddof=1))
+    assert entry['p'] is None and num_tests == 0
+    assert comparison.load_runs('mpu', reports).classes == list(classes)  # opt-in
+
+
+def test_a_truncated_dump_is_named(tmp_path):
+    path = tmp_path / 'test_per_image.json'
+    path.write_text('{"classes": ["cell"], "metr')
+    with pytest.raises(ValueError, match='test_per_image.json: not valid JSON'):
+        comparison.load_report(str(path))

@@ -1,29 +1,99 @@
-"""The README's first command, shortened: the demo runs end to end and reports."""
+"""The README's first command, shortened: the demo runs end to end over seeds and reports."""
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
 from tests._data import REPO
+from tests.tools import load_tool
+from tests.tools.test_compare import dump
+
+demo = load_tool('demo')
 
 
-def test_short_demo_end_to_end(tmp_path):
+def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     work_dir = tmp_path / 'demo'
-    proc = subprocess.run(
-        [sys.executable, 'tools/demo.py', '--variant', 'binary', '--iters', '2',
-         '--num-images', '6', '--work-dir', str(work_dir), '--data-root',
-         str(tmp_path / 'data')],
-        cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
-        text=True)
+    argv = [sys.executable, 'tools/demo.py', '--variant', 'binary', '--iters', '2',
+            '--seeds', '0', '1', '--num-images', '4', '--work-dir', str(work_dir),
+            '--data-root', str(tmp_path / 'data')]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert '| method | recall | precision | F1 | gap closed |' in proc.stdout
+    assert 'PU > naive PU on F1 over 2 seeds: ' in proc.stdout
 
     results = json.loads((work_dir / 'results.json').read_text())
-    methods = [row['method'] for row in results['rows']]
-    assert methods == ['CE baseline', 'naive PU', 'PU', 'upper bound']
+    assert [row['method'] for row in results['rows']] == [
+        'CE baseline', 'naive PU', 'PU', 'upper bound']
     for row in results['rows']:
-        metrics = results['metrics'][row['method']]
-        assert row['f1'] == metrics['cell/avg_f1']
-        assert metrics['cell/mitosis/fn'] + metrics['cell/mitosis/tp'] > 0  # test cells seen
+        runs = results['metrics'][row['method']]
+        assert len(runs) == 2
+        for rate in ('recall', 'f1'):  # defined even without detections
+            values = [m[f'cell/avg_{rate}'] for m in runs]
+            assert row[rate] == pytest.approx(np.mean(values))
+            assert row[f'{rate}_std'] == pytest.approx(np.std(values, ddof=1))
+        for m in runs:
+            assert m['cell/mitosis/fn'] + m['cell/mitosis/tp'] > 0  # test cells seen
+    claim = results['significance']
+    assert (claim['ref'], claim['other'], claim['num_tests']) == ('PU', 'naive PU', 3)
+    assert claim['p'] == results['table']['naive PU']['mitosis']['f1']['p']
+    # each method trained once per seed, in its own work dir, with its seed
+    for name, dirs in results['runs'].items():
+        assert [d.rsplit('/', 1)[1] for d in dirs] == ['seed0', 'seed1']
+        for k, d in enumerate(dirs):
+            record = json.loads(open(os.path.join(d, 'run.json')).read())
+            assert record['options'][-1] == f'randomness.seed={k}'
     assert (work_dir / 'figure.png').stat().st_size > 10_000
     assert (work_dir / 'results.md').read_text().startswith('| method |')
+
+    # a second call reuses every run and prints the same table
+    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert '8 of 8 runs already tested' in again.stdout
+    table = proc.stdout[proc.stdout.index('| method |'):proc.stdout.index('Total time')]
+    assert table in again.stdout
+
+
+def test_multi_class_summary_uses_the_mean_over_classes(tmp_path):
+    """Table, gap closed and significance line of the multi variant from given dumps."""
+    classes = ('tumor', 'lymphocyte', 'stromal')
+    # (tp, fp, fn) per class for seeds 0, 1, 2 of each method
+    counts = {'CE baseline': [[(1, 0, 9)] * 3, [(2, 0, 8)] * 3, [(1, 1, 9)] * 3],
+              'multi-class PU': [[(6, 2, 4)] * 3, [(7, 2, 3)] * 3, [(8, 1, 2)] * 3],
+              'upper bound': [[(9, 1, 1)] * 3, [(9, 0, 1)] * 3, [(10, 1, 0)] * 3]}
+    plan = {}
+    for name, per_seed in counts.items():
+        plan[name] = []
+        for seed, c in enumerate(per_seed):
+            run = demo.Run('x.py', str(tmp_path / name / f'seed{seed}'))
+            dump(tmp_path / name / f'seed{seed}', {0: c}, classes)
+            (tmp_path / name / f'seed{seed}' / 'run.json').write_text(json.dumps(dict(
+                config='x.py', options=[], trained=True, train_seconds=60.0)))
+            plan[name].append(run)
+    methods = [demo.load_runs(name, [r.report for r in runs], overall=True)
+               for name, runs in plan.items()]
+    table, num_tests = demo.build_table(methods, 'multi-class PU', untested=['upper bound'])
+    assert num_tests == 12  # CE vs multi-class PU: 3 classes and their mean x 3 rates
+    rows, main_class = demo.summarise('multi', plan, methods, table)
+    assert main_class == demo.OVERALL
+
+    def f1(tp, fp, fn):
+        return 2 * tp / (2 * tp + fp + fn)
+
+    means = {name: np.mean([f1(*c[0]) for c in per_seed]) for name, per_seed in counts.items()}
+    pu = next(r for r in rows if r['method'] == 'multi-class PU')
+    assert pu['f1'] == pytest.approx(means['multi-class PU'])
+    assert pu['f1/tumor'] == pytest.approx(means['multi-class PU'])
+    assert pu['gap_closed'] == pytest.approx(
+        (means['multi-class PU'] - means['CE baseline'])
+        / (means['upper bound'] - means['CE baseline']))
+    assert pu['train_minutes'] == 1.0
+    claim, line = demo.significance('multi', methods, table, num_tests, main_class)
+    assert line.startswith('multi-class PU > CE baseline on F1 over 3 seeds: significant')
+    assert claim['p'] == pytest.approx(table[('CE baseline', demo.OVERALL, 'f1')].p)
+    md = demo.markdown_table(rows, methods[0].classes)
+    assert md.splitlines()[0] == ('| method | recall | precision | F1 | F1 tumor | '
+                                  'F1 lymphocyte | F1 stromal | gap closed |')

@@ -1,0 +1,362 @@
+"""Training + test runs as subprocesses of ``tools/``, scheduled side by side.
+
+A :class:`Run` trains one config with ``tools/train.py`` into its own work dir and then
+evaluates the last checkpoint with ``tools/test.py`` (the config's test loop and
+``CellDetMetric``) in the same work dir, so its test dump is
+``<work dir>/cell_metrics/test_per_image.json``. :func:`run_all` runs a list of them,
+``jobs`` at a time with ``cores // jobs`` threads each (``OMP_NUM_THREADS``); a slot
+trains a run and then tests it, so the tests of finished runs overlap the training of
+the others. Every subprocess appends its output to ``<work dir>/run.log``.
+``tools/repeat.py`` (seeds x folds) and ``tools/demo.py`` schedule through here.
+
+Runs are resumable: what a run still needs is read from its work dir.
+
+========  ==============================================================  ============
+state     found in the work dir                                           what runs
+========  ==============================================================  ============
+tested    a valid ``cell_metrics/test_per_image.json``                    nothing
+trained   ``run.json`` with ``"trained": true`` (written when training    the test
+          exits successfully)
+partial   ``last_checkpoint`` (training was interrupted)                  training with
+                                                                          ``--resume``,
+                                                                          then the test
+new       none of these                                                   both
+========  ==============================================================  ============
+
+``run.json`` also records the config and ``--cfg-options`` the run was started with; a
+work dir holding a run of another config or other options is an error, never silently
+reused (the contents of the config file itself are not compared).
+"""
+import json
+import os
+import os.path as osp
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from mmdet_pu.evaluation.comparison import report_path
+
+#: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).
+TOOLS_DIR = Path(__file__).resolve().parents[2] / 'tools'
+ITER_RE = re.compile(r'Iter\(train\)\s*\[\s*(\d+)/(\d+)\].*?\bloss: ([\d.]+)')
+FOLD_RE = re.compile(r'(?<![^/])annotations/fold\d+/')
+LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+EVALUATORS = ('val_evaluator', 'test_evaluator')
+
+
+def available_cores() -> int:
+    """CPU cores this process may use."""
+    if hasattr(os, 'sched_getaffinity'):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def run_dir(work_dir: str, config: str, seed: int, fold: Optional[int] = None) -> str:
+    """``<work_dir>/<config stem>/seed<seed>[_fold<fold>]``."""
+    name = f'seed{seed}' if fold is None else f'seed{seed}_fold{fold}'
+    return osp.join(work_dir, Path(config).stem, name)
+
+
+def _ann_files(node, key):
+    """``(dotted key, path)`` of every ``ann_file`` in a dataset or evaluator config,
+    wrapped datasets (``dataset``, ``datasets``) and evaluator lists included."""
+    if isinstance(node, (list, tuple)):
+        for i, child in enumerate(node):
+            yield from _ann_files(child, f'{key}.{i}')
+    elif isinstance(node, dict):
+        if isinstance(node.get('ann_file', None), str):
+            yield f'{key}.ann_file', node['ann_file']
+        for name in ('dataset', 'datasets'):
+            if node.get(name, None):
+                yield from _ann_files(node[name], f'{key}.{name}')
+
+
+def fold_options(cfg, fold: int, source: str = 'config') -> List[str]:
+    """``--cfg-options`` that point every ``annotations/fold<k>/`` path at ``fold``.
+
+    The ``ann_file`` of each loader's dataset (wrapped datasets included) and of the
+    evaluators are rewritten where they contain the ``annotations/fold<k>/`` folder of
+    ``data_prep/prepare.py``; loaders and evaluators set to ``None`` are skipped.
+
+    Args:
+        cfg: the composed config (``mmengine.Config`` or dict), after any
+            ``--cfg-options`` the runs will get.
+        fold: the fold index.
+        source: the config's name for error messages.
+
+    Raises:
+        ValueError: the training loader's ``ann_file`` has no ``annotations/fold<k>/``.
+    """
+    found = []
+    for loader in LOADERS:
+        if cfg.get(loader, None):
+            found += _ann_files(cfg[loader].get('dataset', None), f'{loader}.dataset')
+    for evaluator in EVALUATORS:
+        found += _ann_files(cfg.get(evaluator, None), evaluator)
+    options = [f'{key}={FOLD_RE.sub(f"annotations/fold{fold}/", path)}'
+               for key, path in found if FOLD_RE.search(path)]
+    if not any(o.startswith('train_dataloader.') for o in options):
+        train = {k: v for k, v in found if k.startswith('train_dataloader.')}
+        raise ValueError(f'{source}: --folds needs the training ann_file in an '
+                         'annotations/fold<k>/ folder (the layout of data_prep/prepare.py);'
+                         f' found {train or "no train_dataloader.dataset.ann_file"}')
+    return options
+
+
+def write_atomic(path: str, data) -> None:
+    """Write ``data`` (str or bytes) to ``path`` completely or not at all: a temporary
+    sibling renamed over it, so readers never see a partial file."""
+    tmp = f'{path}.tmp{os.getpid()}'
+    try:
+        with open(tmp, 'wb' if isinstance(data, bytes) else 'w') as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if osp.exists(tmp):
+            os.remove(tmp)
+
+
+def _write_json(path: str, data: dict) -> None:
+    write_atomic(path, json.dumps(data, indent=1))
+
+
+class Run:
+    """One config trained and tested in its own work dir.
+
+    Args:
+        config: config file.
+        work_dir: the run's work dir (training and test).
+        options: ``--cfg-options`` (``key=value`` strings) of training and test.
+        name: a label for messages; defaults to the work dir.
+        show_dir: passed to ``tools/test.py --show-dir`` (TP/FP/FN overlays under
+            ``<work dir>/<timestamp>/<show_dir>``); None paints nothing.
+        tools_dir: where ``train.py`` and ``test.py`` are.
+    """
+
+    def __init__(self, config: str, work_dir: str, options: Sequence[str] = (),
+                 name: Optional[str] = None, show_dir: Optional[str] = None,
+                 tools_dir=TOOLS_DIR):
+        self.config, self.work_dir = str(config), str(work_dir)
+        self.options = [str(o) for o in options]
+        self.name = name or self.work_dir
+        self.show_dir = show_dir
+        self.tools_dir = Path(tools_dir)
+        self.log = osp.join(self.work_dir, 'run.log')
+        self.record_file = osp.join(self.work_dir, 'run.json')
+        self.report = report_path(self.work_dir, 'test')
+        self.stage = self.proc = self.error = None
+        self.threads, self._started = 1, None
+
+    # -- what is there -------------------------------------------------------------
+    def record(self) -> Optional[dict]:
+        """The content of ``run.json``, or None."""
+        if not osp.isfile(self.record_file):
+            return None
+        with open(self.record_file) as f:
+            return json.load(f)
+
+    def check_record(self) -> None:
+        """Raise if the work dir holds a run of another config or other options."""
+        record = self.record()
+        if record is None:
+            return
+        if (osp.abspath(record['config']) != osp.abspath(self.config)
+                or record['options'] != self.options):
+            raise ValueError(
+                f'{self.work_dir} holds a run of {record["config"]} with --cfg-options '
+                f'{record["options"]}, not of {self.config} with {self.options}; use '
+                'another work dir or delete that run')
+
+    def tested(self) -> bool:
+        """Whether the test dump exists and is complete JSON with metrics."""
+        try:
+            with open(self.report) as f:
+                return 'metrics' in json.load(f)
+        except (OSError, ValueError):
+            return False
+
+    def state(self) -> str:
+        """``'tested'``, ``'trained'``, ``'partial'`` or ``'new'`` (module docstring)."""
+        if self.tested():
+            return 'tested'
+        if (self.record() or {}).get('trained'):
+            return 'trained'
+        if osp.isfile(osp.join(self.work_dir, 'last_checkpoint')):
+            return 'partial'
+        return 'new'
+
+    @property
+    def train_seconds(self) -> Optional[float]:
+        """Wall time of the training that finished the run (None: unknown)."""
+        return (self.record() or {}).get('train_seconds')
+
+    @property
+    def metrics(self) -> dict:
+        """The summary metrics of the test dump (undefined values are None)."""
+        with open(self.report) as f:
+            return json.load(f)['metrics']
+
+    # -- commands ------------------------------------------------------------------
+    def train_command(self) -> List[str]:
+        command = [sys.executable, str(self.tools_dir / 'train.py'), self.config,
+                   '--work-dir', self.work_dir]
+        if self.state() == 'partial':
+            command.append('--resume')
+        return command + (['--cfg-options', *self.options] if self.options else [])
+
+    def test_command(self, checkpoint: str) -> List[str]:
+        command = [sys.executable, str(self.tools_dir / 'test.py'), self.config,
+                   checkpoint, '--work-dir', self.work_dir]
+        if self.show_dir:
+            command += ['--show-dir', self.show_dir]
+        return command + (['--cfg-options', *self.options] if self.options else [])
+
+    def shell_commands(self) -> str:
+        """The shell line that does what the run still needs (for ``--dry-run``)."""
+        state = self.state()
+        if state == 'tested':
+            return ''
+        checkpoint = '"$(cat {})"'.format(
+            shlex.quote(osp.join(self.work_dir, 'last_checkpoint')))
+        test = shlex.join(self.test_command('CHECKPOINT')).replace('CHECKPOINT', checkpoint)
+        if state == 'trained':
+            return test
+        return f'{shlex.join(self.train_command())} && {test}'
+
+    # -- running -------------------------------------------------------------------
+    def _spawn(self, command, threads):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        root = str(self.tools_dir.parent)
+        env['PYTHONPATH'] = os.pathsep.join(filter(None, [root, env.get('PYTHONPATH')]))
+        with open(self.log, 'a') as log:
+            log.write(f'\n$ {shlex.join(command)}\n')
+            log.flush()
+            self.proc = subprocess.Popen(command, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT)
+
+    def start(self, threads: int) -> None:
+        """Start what the run still needs: training (then the test) or the test."""
+        os.makedirs(self.work_dir, exist_ok=True)
+        self.threads, self.error = threads, None
+        if self.state() == 'trained':
+            self._start_test()
+            return
+        command = self.train_command()
+        _write_json(self.record_file,
+                    dict(config=self.config, options=self.options, trained=False))
+        self.stage, self._started = 'train', time.time()
+        self._spawn(command, threads)
+
+    def _start_test(self):
+        with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
+            checkpoint = f.read().strip()
+        self.stage = 'test'
+        self._spawn(self.test_command(checkpoint), self.threads)
+
+    def poll(self) -> str:
+        """Advance the run: ``'running'``, ``'done'`` (tested) or ``'failed'``
+        (:attr:`error` says why)."""
+        if self.proc.poll() is None:
+            return 'running'
+        if self.proc.returncode != 0:
+            self.error = (f'{self.stage} exited with status {self.proc.returncode}; '
+                          f'log {self.log}:\n{self.log_tail()}')
+            return 'failed'
+        if self.stage == 'train':
+            if not osp.isfile(osp.join(self.work_dir, 'last_checkpoint')):
+                self.error = f'training wrote no checkpoint into {self.work_dir}'
+                return 'failed'
+            _write_json(self.record_file, dict(
+                config=self.config, options=self.options, trained=True,
+                train_seconds=round(time.time() - self._started, 1)))
+            self._start_test()
+            return 'running'
+        if not self.tested():
+            self.error = (f'tools/test.py wrote no {self.report}; the test evaluator '
+                          'must be CellDetMetric')
+            return 'failed'
+        self.stage = 'done'
+        return 'done'
+
+    def stop(self) -> None:
+        """Terminate a running subprocess (what it finished stays resumable)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def log_tail(self, lines: int = 30) -> str:
+        with open(self.log, errors='replace') as f:
+            return ''.join(f.readlines()[-lines:])
+
+    def progress(self) -> str:
+        """A short status: training iteration and loss, or the stage."""
+        if self.stage != 'train':
+            return f'{self.name} {self.stage}'
+        with open(self.log, 'rb') as f:
+            f.seek(max(0, osp.getsize(self.log) - 65536))
+            matches = ITER_RE.findall(f.read().decode(errors='replace'))
+        if not matches:
+            return f'{self.name} starting'
+        iteration, total, loss = matches[-1]
+        return f'{self.name} {iteration}/{total} loss {loss}'
+
+
+def run_all(runs: Sequence[Run], jobs: int = 1, echo: Callable[[str], None] = print,
+            status_every: float = 60, poll_every: float = 2) -> None:
+    """Train and test every run that is not tested yet, ``jobs`` at a time.
+
+    Runs are started in the given order; a run that fails does not stop the others.
+
+    Raises:
+        ValueError: a work dir holds a run of another config or other options (checked
+            before anything starts).
+        RuntimeError: some runs failed (after all others finished); names each with the
+            end of its log.
+    """
+    for run in runs:
+        run.check_record()
+    pending = [run for run in runs if run.state() != 'tested']
+    trained = sum(run.state() == 'trained' for run in pending)
+    threads = max(1, available_cores() // max(1, jobs))
+    echo(f'{len(runs) - len(pending)} of {len(runs)} runs already tested, {trained} '
+         f'only need the test; running {len(pending)}, {jobs} at a time with {threads} '
+         'thread(s) each')
+    active, failed, last_status = [], [], time.time()
+    try:
+        while pending or active:
+            while pending and len(active) < jobs:
+                run = pending.pop(0)
+                run.start(threads)
+                echo(f'{run.stage} {run.name}: {run.config} (log {run.log})')
+                active.append(run)
+            time.sleep(poll_every)
+            still = []
+            for run in active:
+                stage, result = run.stage, run.poll()
+                if result == 'failed':
+                    echo(f'FAILED {run.name}: {run.error}')
+                    failed.append(run)
+                elif result == 'done':
+                    echo(f'tested {run.name}')
+                else:
+                    if run.stage != stage:
+                        echo(f'trained {run.name} in {run.train_seconds / 60:.1f} min; '
+                             'testing')
+                    still.append(run)
+            active = still
+            if active and time.time() - last_status > status_every:
+                last_status = time.time()
+                echo(' | '.join(run.progress() for run in active))
+    finally:
+        for run in active:
+            run.stop()
+    if failed:
+        raise RuntimeError(f'{len(failed)} of {len(runs)} runs failed:\n' + '\n'.join(
+            f'* {run.name}: {run.error}' for run in failed))

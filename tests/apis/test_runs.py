@@ -1,0 +1,207 @@
+"""The run scheduler of mmdet_pu.apis.runs, with stand-in train/test tools (no training)
+and the fold override on the shipped configs."""
+import json
+import sys
+import time
+
+import pytest
+from mmengine.config import Config
+
+from mmdet_pu.apis.runs import Run, available_cores, fold_options, run_all, run_dir
+from tests._data import REPO
+
+# Stand-ins for tools/train.py and tools/test.py: they log their call, write what the
+# real tools leave in the work dir and fail when the config says so.
+FAKE_TRAIN = '''
+import json, os, sys
+config, work_dir = sys.argv[1], sys.argv[sys.argv.index('--work-dir') + 1]
+with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:
+    f.write(json.dumps(['train', work_dir, '--resume' in sys.argv,
+                        os.environ['OMP_NUM_THREADS']]) + '\\n')
+if 'fail' in open(config).read():
+    sys.exit('training diverged')
+os.makedirs(work_dir, exist_ok=True)
+with open(os.path.join(work_dir, 'iter_2.pth'), 'w') as f:
+    f.write('weights')
+with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
+    f.write(os.path.join(work_dir, 'iter_2.pth'))
+'''
+FAKE_TEST = '''
+import json, os, sys
+config, checkpoint = sys.argv[1], sys.argv[2]
+work_dir = sys.argv[sys.argv.index('--work-dir') + 1]
+with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:
+    f.write(json.dumps(['test', work_dir, checkpoint, '--show-dir' in sys.argv]) + '\\n')
+seed = [o for o in sys.argv if o.startswith('randomness.seed=')][0].split('=')[1]
+os.makedirs(os.path.join(work_dir, 'cell_metrics'), exist_ok=True)
+with open(os.path.join(work_dir, 'cell_metrics', 'test_per_image.json'), 'w') as f:
+    json.dump(dict(metrics={'cell/avg_f1': int(seed) / 10}), f)
+'''
+
+
+@pytest.fixture
+def tools(tmp_path):
+    folder = tmp_path / 'tools'
+    folder.mkdir()
+    (folder / 'train.py').write_text(FAKE_TRAIN)
+    (folder / 'test.py').write_text(FAKE_TEST)
+    return folder
+
+
+def calls(tools):
+    path = tools / 'calls.txt'
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def make_runs(tmp_path, tools, config_text='ok', seeds=(0, 1), show_seed=None):
+    config = tmp_path / 'method.py'
+    config.write_text(config_text)
+    return [Run(config, run_dir(str(tmp_path / 'work'), config, seed),
+                [f'randomness.seed={seed}'], name=f'seed {seed}', tools_dir=tools,
+                show_dir='overlays' if seed == show_seed else None)
+            for seed in seeds]
+
+
+def test_runs_train_then_test_and_resume_from_what_is_there(tmp_path, tools):
+    runs = make_runs(tmp_path, tools, show_seed=0)
+    assert [r.state() for r in runs] == ['new', 'new']
+    assert runs[1].work_dir.endswith('work/method/seed1')
+    messages = []
+    run_all(runs, jobs=2, echo=messages.append, poll_every=0.05)
+    assert [r.state() for r in runs] == ['tested', 'tested']
+    assert [r.metrics['cell/avg_f1'] for r in runs] == [0.0, 0.1]
+    made = calls(tools)
+    assert sorted(c[:2] for c in made) == sorted(
+        [[stage, r.work_dir] for r in runs for stage in ('train', 'test')])
+    trains = [c for c in made if c[0] == 'train']
+    threads = str(max(1, available_cores() // 2))
+    assert all(c[2] is False and c[3] == threads for c in trains)
+    tests = {c[1]: c for c in made if c[0] == 'test'}
+    assert tests[runs[0].work_dir][2].endswith('seed0/iter_2.pth')
+    assert tests[runs[0].work_dir][3] and not tests[runs[1].work_dir][3]  # overlays
+    record = runs[0].record()
+    assert record['trained'] and record['options'] == ['randomness.seed=0']
+    assert record['train_seconds'] >= 0
+
+    # nothing left to do: a second call runs nothing
+    (tools / 'calls.txt').unlink()
+    run_all(make_runs(tmp_path, tools), jobs=2, echo=messages.append, poll_every=0.05)
+    assert calls(tools) == []
+    assert '2 of 2 runs already tested' in messages[-1]
+
+    # a trained run without its test dump is only tested; an interrupted training
+    # (checkpoint, no record of a finished training) resumes
+    (tmp_path / 'work/method/seed0/cell_metrics/test_per_image.json').unlink()
+    (tmp_path / 'work/method/seed1/cell_metrics/test_per_image.json').unlink()
+    (tmp_path / 'work/method/seed1/run.json').unlink()
+    again = make_runs(tmp_path, tools)
+    assert [r.state() for r in again] == ['trained', 'partial']
+    run_all(again, jobs=1, echo=messages.append, poll_every=0.05)
+    assert [c[:3] for c in calls(tools)] == [
+        ['test', again[0].work_dir, again[0].work_dir + '/iter_2.pth'],
+        ['train', again[1].work_dir, True],
+        ['test', again[1].work_dir, again[1].work_dir + '/iter_2.pth']]
+
+
+def test_a_truncated_test_dump_is_not_a_result(tmp_path, tools):
+    run = make_runs(tmp_path, tools, seeds=(0,))[0]
+    dump = tmp_path / 'work/method/seed0/cell_metrics/test_per_image.json'
+    dump.parent.mkdir(parents=True)
+    dump.write_text('{"metrics": {"cell/avg_f1"')
+    assert run.state() == 'new'
+
+
+def test_failures_are_reported_after_the_other_runs(tmp_path, tools):
+    good = make_runs(tmp_path, tools, seeds=(1,))
+    (tmp_path / 'bad').mkdir()
+    bad = make_runs(tmp_path / 'bad', tools, config_text='fail', seeds=(0,))
+    with pytest.raises(RuntimeError, match=r'1 of 2 runs failed:\n\* seed 0: train exited '
+                                           r'with status 1; log .*run.log:\n(.|\n)*'
+                                           'training diverged'):
+        run_all(bad + good, jobs=1, echo=lambda msg: None, poll_every=0.05)
+    assert good[0].state() == 'tested' and bad[0].state() == 'new'
+
+
+def test_a_work_dir_of_other_options_is_refused(tmp_path, tools):
+    run_all(make_runs(tmp_path, tools, seeds=(0,)), echo=lambda msg: None, poll_every=0.05)
+    config = tmp_path / 'method.py'
+    other = Run(config, run_dir(str(tmp_path / 'work'), config, 0),
+                ['randomness.seed=0', 'train_cfg.max_iters=5'], tools_dir=tools)
+    with pytest.raises(ValueError, match=r'seed0 holds a run of .*method.py with '
+                                         r"--cfg-options \['randomness.seed=0'\], not"):
+        run_all([other], echo=lambda msg: None)
+
+
+def test_shell_commands_of_what_is_left(tmp_path, tools):
+    run = make_runs(tmp_path, tools, seeds=(3,))[0]
+    line = run.shell_commands()
+    train, test = line.split(' && ')
+    assert train.startswith(f'{sys.executable} {tools}/train.py {tmp_path}/method.py '
+                            f'--work-dir {run.work_dir} --cfg-options randomness.seed=3')
+    assert f'test.py {tmp_path}/method.py "$(cat {run.work_dir}/last_checkpoint)"' in test
+    run_all([run], echo=lambda msg: None, poll_every=0.05)
+    assert run.shell_commands() == ''
+
+
+def test_progress_reads_the_training_log(tmp_path, tools):
+    run = make_runs(tmp_path, tools, seeds=(0,))[0]
+    (tmp_path / 'work/method/seed0').mkdir(parents=True)
+    with open(run.log, 'w') as f:
+        f.write('mmengine - INFO - Iter(train) [ 20/300]  lr: 1e-03  eta: 0:01:00  '
+                'time: 0.5  loss: 1.2345  loss_cls: 0.5\n')
+    run.stage = 'train'
+    assert run.progress() == 'seed 0 20/300 loss 1.2345'
+
+
+def load(config):
+    return Config.fromfile(str(REPO / config), import_custom_modules=False)
+
+
+def test_fold_options_point_every_loader_at_the_fold():
+    cfg = load('configs/pu/mitos14_vgg16_keep1_pu.py')
+    options = fold_options(cfg, 3)
+    assert options == ['train_dataloader.dataset.ann_file=annotations/fold3/train.json',
+                       'val_dataloader.dataset.ann_file=annotations/fold3/val.json',
+                       'test_dataloader.dataset.ann_file=annotations/fold3/test_whole.json']
+    cfg.merge_from_dict(dict(o.split('=', 1) for o in options))
+    assert cfg.test_dataloader.dataset.ann_file == 'annotations/fold3/test_whole.json'
+    assert cfg.train_dataloader.dataset.data_root == 'data/mitos14/'
+    # validation switched off: only the other loaders
+    no_val = load('configs/pu/mitos14_vgg16_keep1_pu.py')
+    no_val.val_dataloader = None
+    assert [o.split('=')[0] for o in fold_options(no_val, 1)] == [
+        'train_dataloader.dataset.ann_file', 'test_dataloader.dataset.ann_file']
+
+
+def test_fold_options_of_wrapped_datasets_and_evaluators():
+    cfg = dict(
+        train_dataloader=dict(dataset=dict(type='RepeatDataset', times=2, dataset=dict(
+            ann_file='/data/x/annotations/fold0/train.json'))),
+        test_dataloader=dict(dataset=dict(type='ConcatDataset', datasets=[
+            dict(ann_file='annotations/fold0/test.json'),
+            dict(ann_file='extra/test.json')])),
+        test_evaluator=[dict(type='CocoMetric', ann_file='d/annotations/fold0/test.json'),
+                        dict(type='CellDetMetric')])
+    assert fold_options(cfg, 2) == [
+        'train_dataloader.dataset.dataset.ann_file=/data/x/annotations/fold2/train.json',
+        'test_dataloader.dataset.datasets.0.ann_file=annotations/fold2/test.json',
+        'test_evaluator.0.ann_file=d/annotations/fold2/test.json']
+
+
+def test_fold_options_need_a_fold_folder():
+    cfg = dict(train_dataloader=dict(dataset=dict(ann_file='annotations/train.json')))
+    with pytest.raises(ValueError, match=r'my.py: --folds needs the training ann_file in '
+                                         r"an annotations/fold<k>/ folder .*found "
+                                         r"\{'train_dataloader.dataset.ann_file': "
+                                         r"'annotations/train.json'\}"):
+        fold_options(cfg, 1, 'my.py')
+
+
+def test_run_all_waits_for_slots(tmp_path, tools):
+    """With one job the second run starts only after the first is tested."""
+    (tools / 'train.py').write_text('import time\ntime.sleep(0.3)\n' + FAKE_TRAIN)
+    runs = make_runs(tmp_path, tools)
+    start = time.time()
+    run_all(runs, jobs=1, echo=lambda msg: None, poll_every=0.05)
+    assert time.time() - start >= 0.6
+    assert [c[0] for c in calls(tools)] == ['train', 'test', 'train', 'test']

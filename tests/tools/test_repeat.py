@@ -1,0 +1,147 @@
+"""tools/repeat.py: real 2-iteration runs over two seeds, resumability, the statistics."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mmdet_pu.evaluation.statistics import benjamini_hochberg
+from tests._data import REPO
+from tests.tools import load_tool
+from tests.tools.test_compare import dump
+
+repeat = load_tool('repeat')
+CONFIG = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
+
+
+def cli(*argv):
+    return subprocess.run([sys.executable, 'tools/repeat.py', *argv], cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope='module')
+def experiment(tmp_path_factory):
+    """Two seeds of the synthetic PU config, 2 iterations each, on 4 generated images."""
+    tmp = tmp_path_factory.mktemp('repeat')
+    data = tmp / 'data'
+    subprocess.run([sys.executable, 'data_prep/prepare.py', 'synthetic', '--out', str(data),
+                    '--num-images', '4', '--no-progress'], cwd=REPO, check=True,
+                   capture_output=True)
+    argv = [CONFIG, '--seeds', '0', '1', '--names', 'PU', '--work-dir', str(tmp / 'work'),
+            '--jobs', '2', '--cfg-options', 'train_cfg.max_iters=2',
+            'default_hooks.checkpoint.interval=2', 'val_cfg=None', 'val_dataloader=None',
+            'val_evaluator=None', f'train_dataloader.dataset.data_root={data}/',
+            f'test_dataloader.dataset.data_root={data}/']
+    proc = cli(*argv)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return tmp / 'work', argv, proc.stdout
+
+
+def per_run_metrics(work):
+    return [json.loads((work / 'synthetic_keep1_pu' / f'seed{k}' / 'cell_metrics' /
+                        'test_per_image.json').read_text())['metrics'] for k in (0, 1)]
+
+
+def test_table_holds_the_statistics_of_the_runs(experiment):
+    work, _, stdout = experiment
+    runs = per_run_metrics(work)
+    results = json.loads((work / 'results.json').read_text())
+    assert results['seeds'] == [0, 1] and results['folds'] is None
+    assert results['runs']['PU'] == [str(work / 'synthetic_keep1_pu' / f'seed{k}')
+                                     for k in (0, 1)]
+    md = (work / 'results.md').read_text()
+    assert md == stdout[stdout.index('2 runs per method'):stdout.index('[repeat] wrote')
+                        ].strip() + '\n'
+    row = next(line for line in md.splitlines() if line.startswith('| PU |'))
+    for rate in ('recall', 'precision', 'f1'):
+        values = [m[f'cell/mitosis/avg_{rate}'] for m in runs]
+        entry = results['table']['PU']['mitosis'][rate]
+        assert entry['values'] == values
+        defined = [v for v in values if v is not None]
+        assert entry['mean'] == pytest.approx(np.mean(defined))
+        if len(defined) == 2:
+            assert entry['std'] == pytest.approx(np.std(defined, ddof=1))
+            assert f'{np.std(defined, ddof=1):.3f}' in row
+        assert f'{np.mean(defined):.3f}' in row
+        assert entry['p'] is None  # the reference is not tested
+    assert (work / 'results.png').stat().st_size > 10_000
+    # both seeds trained for their own seed
+    for k in (0, 1):
+        record = json.loads((work / 'synthetic_keep1_pu' / f'seed{k}' / 'run.json')
+                            .read_text())
+        assert record['trained'] and record['options'][-1] == f'randomness.seed={k}'
+
+
+def test_second_call_runs_nothing_and_dry_run_prints_nothing(experiment, capsys):
+    # (a trained run without its test dump is only tested: tests/apis/test_runs.py)
+    work, argv, _ = experiment
+    logs = {p: p.stat().st_mtime_ns for p in work.glob('*/seed*/run.log')}
+    results = (work / 'results.json').read_text()
+    repeat.main(argv)
+    out = capsys.readouterr().out
+    assert '[repeat] 2 of 2 runs already tested, 0 only need the test; running 0' in out
+    assert {p: p.stat().st_mtime_ns for p in work.glob('*/seed*/run.log')} == logs
+    assert (work / 'results.json').read_text() == results
+    repeat.main([*argv, '--dry-run'])
+    assert capsys.readouterr().out == ''
+
+
+def test_dry_run_prints_a_command_per_seed_and_fold(tmp_path, capsys):
+    work = tmp_path / 'work'
+    repeat.main([str(REPO / 'configs/pu/mitos14_vgg16_keep1_pu.py'),
+                 str(REPO / 'configs/baselines/mitos14_vgg16_keep1_ce.py'), '--seeds', '0',
+                 '1', '--folds', '0', '4', '--work-dir', str(work), '--dry-run'])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 8
+    assert not work.exists()  # nothing ran, nothing written
+    line = next(line for line in lines if f'{work}/mitos14_vgg16_keep1_ce/seed1_fold4 '
+                in line)
+    train, test = line.split(' && ')
+    assert f'tools/train.py {REPO}/configs/baselines/mitos14_vgg16_keep1_ce.py' in train
+    for command in (train, test):
+        for split in ('train.json', 'val.json', 'test_whole.json'):
+            assert f'annotations/fold4/{split}' in command
+        assert 'fold0' not in command and command.endswith('randomness.seed=1')
+    assert f'"$(cat {work}/mitos14_vgg16_keep1_ce/seed1_fold4/last_checkpoint)"' in test
+
+
+def test_p_values_pair_the_runs_of_two_methods(tmp_path):
+    # (tp, fp, fn) of the single test image per seed; runs pair by seed
+    counts = dict(ref=[(6, 2, 4), (8, 1, 2), (7, 3, 3)],
+                  other=[(5, 5, 5), (6, 4, 4), (6, 2, 4)])
+    plan = {}
+    for name, per_seed in counts.items():
+        plan[name] = []
+        for seed, c in enumerate(per_seed):
+            run_dir = tmp_path / name / f'seed{seed}'
+            dump(run_dir, {0: [c]})
+            plan[name].append(repeat.Run('x.py', str(run_dir)))
+    methods, table, num_tests = repeat.compare_runs(plan, 'ref')
+    assert num_tests == 3
+    rates = dict(recall=lambda tp, fp, fn: tp / (tp + fn),
+                 precision=lambda tp, fp, fn: tp / (tp + fp),
+                 f1=lambda tp, fp, fn: 2 * tp / (2 * tp + fp + fn))
+    raw = [stats.ttest_rel([f(*c) for c in counts['other']],
+                           [f(*c) for c in counts['ref']]).pvalue for f in rates.values()]
+    for rate, q in zip(rates, benjamini_hochberg(raw)):
+        assert table[('other', 'cell', rate)].p == pytest.approx(q)
+        assert table[('other', 'cell', rate)].mean == pytest.approx(
+            np.mean([rates[rate](*c) for c in counts['other']]))
+
+
+def test_input_errors_are_clear(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        repeat.parse_args([CONFIG, '--seeds', '0', '--names', 'a', 'b'])
+    assert '1 CONFIG arguments but 2 --names' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        repeat.parse_args([CONFIG, '--seeds', '0', '--cfg-options', 'randomness.seed=3'])
+    assert 'the seed is set by --seeds' in capsys.readouterr().err
+    config = tmp_path / 'unfolded.py'
+    config.write_text("train_dataloader = dict(dataset=dict(ann_file='annotations/a.json'))")
+    with pytest.raises(SystemExit, match=r'unfolded.py: --folds needs the training '
+                                         r'ann_file in an annotations/fold<k>/ folder'):
+        repeat.main([str(config), '--seeds', '0', '--folds', '1', '--dry-run'])

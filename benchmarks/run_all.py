@@ -21,6 +21,9 @@ BENCHMARKS = [
      ['--rounds', '1', '--size', '512']),
     ('data_prep on a large TIFF', 'data_prep_throughput.py', ['--size', '10000'],
      ['--size', '2000']),
+    ('whole-slide inference', 'slide_inference.py', ['--rounds', '6'],
+     ['--size', '3000', '--discs', '1', '--radius', '300', '--roi-size', '512',
+      '--rounds', '1']),
 ]
 
 

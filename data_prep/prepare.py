@@ -2,7 +2,7 @@
 
 Usage::
 
-    python data_prep/prepare.py {mitos14,crchisto,tupac,nucls,synthetic} \\
+    python data_prep/prepare.py {mitos14,crchisto,tupac,nucls,synthetic,qupath} \\
         --src RAW_DIR --out OUT_DIR [dataset options]
 
 ``python data_prep/prepare.py <dataset> -h`` lists the options of one dataset. Each
@@ -35,6 +35,8 @@ DATASETS = {
     'tupac': ('data_prep.tupac', 'TUPAC16 auxiliary mitoses, cases 01-23 (binary, points)'),
     'nucls': ('data_prep.nucls', 'NuCLS tumor/lymphocyte/stromal (multi-class, boxes)'),
     'synthetic': ('data_prep.synthetic', 'generated H&E-like images (no raw data)'),
+    'qupath': ('data_prep.qupath', 'your own images/slides + QuPath GeoJSON or CSV points '
+                                   '(partial annotations)'),
 }
 
 

@@ -1,0 +1,10 @@
+"""Library calls behind the tools, one module per task; import the module you need:
+
+* :mod:`.slide` -- whole-slide detection exported to QuPath (``tools/infer_slide.py``,
+  docs/slides.md), over :mod:`.slide_reader` (region reads of slides) and :mod:`.tissue`
+  (tissue mask);
+* :mod:`.runs` -- scheduled training + test runs (``tools/repeat.py``, ``tools/demo.py``).
+
+This package imports none of them, so ``from mmdet_pu.apis import runs`` loads neither
+the slide readers nor OpenSlide, and ``import mmdet_pu`` does not import it at all.
+"""

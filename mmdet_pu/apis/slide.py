@@ -1,0 +1,484 @@
+"""Whole-slide inference as a library call: reader -> tissue mask -> lazy tiles ->
+batched model -> merge -> detections in level-0 pixels (docs/slides.md).
+
+    model = init_slide_model('configs/pu/nucls_mpu.py', 'iter_2580.pth')
+    result = infer_slide(model, 'slide.svs', roi=(20000, 8000, 4096, 4096))
+    print(result.summary())
+    write_slide_outputs(result, 'out/')   # out/slide.geojson (QuPath), out/slide.csv
+
+The region of interest of one pyramid level is cut into ``tile_size`` windows with
+``overlap`` (the windows of :func:`~mmdet_pu.engine.runner.tile_merge.tile_windows`, as
+in ``TiledTestLoop``); windows without tissue are skipped. A reader thread reads the
+remaining windows and packs them into batches, at most ``prefetch`` batches ahead of the
+model, so memory follows the batch, never the slide. Each batch goes through the model's
+``test_step`` (its data preprocessor normalises and pads, as for the test images), the
+boxes above ``score_thr`` are kept as compact arrays and shifted to level-0 pixels, and
+the duplicates of cells seen by overlapping tiles are removed with the tiled loop's
+class-wise NMS (:func:`merge_tile_predictions`), applied region by region
+(:func:`merge_slide_detections`) so that the cost stays linear in the number of cells.
+"""
+import contextlib
+import csv
+import math
+import os
+import queue
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import cv2
+import numpy as np
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
+from mmengine.structures import InstanceData
+from tqdm import tqdm
+
+from mmdet.registry import MODELS
+from mmdet.structures import DetDataSample
+from mmdet_pu.engine.runner.tile_merge import merge_tile_predictions, tile_windows
+from .slide_reader import SlideReader, open_slide
+from .tissue import TissueMaskConfig, compute_tissue_mask
+
+#: Colours of classes the config's metainfo gives none for (RGB, cycled).
+DEFAULT_PALETTE = [(220, 20, 60), (0, 130, 200), (60, 180, 75), (255, 225, 25),
+                   (145, 30, 180), (245, 130, 48), (70, 240, 240), (240, 50, 230)]
+
+
+@dataclass
+class InputFormat:
+    """How the config's test pipeline hands images to the model.
+
+    Attributes:
+        channel_order: ``'bgr'`` (``LoadImageFromFile``'s default) or ``'rgb'``.
+        scale_factor: the test pipeline's ``Resize(scale_factor=...)``; tiles are resized
+            by it and the model maps its boxes back (``rescale=True``).
+    """
+    channel_order: str = 'bgr'
+    scale_factor: float = 1.0
+
+
+@dataclass
+class SlideResult:
+    """Detections of one slide and what it took to get them.
+
+    ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in level-0 pixels of the whole
+    slide (the ROI offset included), sorted by descending ``scores``; ``labels`` index
+    ``classes`` (colours: ``palette``). ``roi`` is the level-0 region run, ``megapixels``
+    the pixels of the tiles run (at ``level``), ``seconds`` the wall time of the call and
+    ``tissue_fraction`` the tissue share of the ROI (``None`` without a mask).
+    """
+    path: Path
+    bboxes: np.ndarray
+    scores: np.ndarray
+    labels: np.ndarray
+    classes: Tuple[str, ...]
+    palette: List[Tuple[int, int, int]]
+    roi: Tuple[int, int, int, int]
+    level: int = 0
+    tiles_run: int = 0
+    tiles_skipped: int = 0
+    megapixels: float = 0.0
+    seconds: float = 0.0
+    tissue_fraction: Optional[float] = None
+
+    @property
+    def centres(self) -> np.ndarray:
+        """``(N, 2)`` cell centres ``x, y`` in level-0 pixels."""
+        return np.stack([(self.bboxes[:, 0] + self.bboxes[:, 2]) / 2,
+                         (self.bboxes[:, 1] + self.bboxes[:, 3]) / 2], axis=1)
+
+    def counts(self) -> Dict[str, int]:
+        """Cells per class name."""
+        numbers = np.bincount(self.labels, minlength=len(self.classes))
+        return {name: int(n) for name, n in zip(self.classes, numbers)}
+
+    def summary(self) -> str:
+        """One line: cells per class, tiles run / skipped, throughput."""
+        counts = ', '.join(f'{name} {n}' for name, n in self.counts().items())
+        rate = self.megapixels / self.seconds if self.seconds > 0 else float('nan')
+        return (f'{self.path.name}: {len(self.scores)} cells ({counts}); tiles '
+                f'{self.tiles_run} run, {self.tiles_skipped} skipped; '
+                f'{self.megapixels:.1f} MPix in {self.seconds:.1f} s ({rate:.2f} MPix/s)')
+
+
+def _metainfo(cfg, checkpoint_meta):
+    for meta in (cfg.get('test_dataloader', {}).get('dataset', {}).get('metainfo'),
+                 cfg.get('metainfo'), checkpoint_meta):
+        if meta and meta.get('classes'):
+            return meta
+    return None
+
+
+def init_slide_model(config, checkpoint, device=None, cfg_options=None):
+    """Build the detector of ``config``, load ``checkpoint`` and prepare it for slides.
+
+    The model gets ``cfg`` (the config) and ``dataset_meta``: ``classes`` and
+    ``palette`` of the config's test dataset ``metainfo``, else of its top-level
+    ``metainfo``, else of the checkpoint (``class<i>`` names otherwise); classes without
+    a palette entry get :data:`DEFAULT_PALETTE` colours. ``device`` defaults
+    to ``'cuda'`` when available, else ``'cpu'``.
+    """
+    cfg = Config.fromfile(str(config))  # imports custom_imports, i.e. registers mmdet_pu
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    if device is None:
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    if str(device).startswith('cuda') and not torch.cuda.is_available():
+        raise ValueError(f'device {device!r}: no CUDA device is available to this torch '
+                         f'{torch.__version__} (use cpu)')
+    model = MODELS.build(cfg.model)
+    ckpt = load_checkpoint(model, str(checkpoint), map_location='cpu')
+    num_classes = cfg.model.get('roi_head', {}).get('bbox_head', {}).get('num_classes')
+    meta = _metainfo(cfg, ckpt.get('meta', {}).get('dataset_meta'))
+    if meta is None:
+        classes = tuple(f'class{i}' for i in range(num_classes or 1))
+        palette = []
+    else:
+        classes, palette = tuple(meta['classes']), list(meta.get('palette') or [])
+    if num_classes is not None and len(classes) != num_classes:
+        raise ValueError(f'{config}: metainfo names {len(classes)} classes {classes} but '
+                         f'model.roi_head.bbox_head.num_classes is {num_classes}')
+    palette = [tuple(int(v) for v in palette[i]) if i < len(palette)
+               else DEFAULT_PALETTE[i % len(DEFAULT_PALETTE)] for i in range(len(classes))]
+    model.cfg = cfg
+    model.dataset_meta = dict(classes=classes, palette=palette)
+    return model.to(device).eval()
+
+
+def _test_pipeline(cfg):
+    pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline')
+    return pipeline if pipeline is not None else cfg.get('test_pipeline', [])
+
+
+def input_format(cfg) -> InputFormat:
+    """The channel order and resize of ``cfg``'s test pipeline (see :class:`InputFormat`).
+
+    Raises:
+        ValueError: the pipeline resizes to a fixed ``scale`` (meaningless for tiles) or
+            by unequal factors.
+    """
+    fmt = InputFormat()
+    for step in _test_pipeline(cfg):
+        kind = step.get('type')
+        if kind == 'LoadImageFromFile':
+            fmt.channel_order = step.get('channel_order', 'bgr')
+        elif kind == 'Resize':
+            factor = step.get('scale_factor')
+            if step.get('scale') is not None or factor is None:
+                raise ValueError(f'{cfg.filename}: the test pipeline resizes to a fixed '
+                                 f'scale ({step}); slides need Resize(scale_factor=s) or '
+                                 'no Resize (choose the --level whose pixel size fits)')
+            if isinstance(factor, (tuple, list)):
+                if len(set(factor)) != 1:
+                    raise ValueError(f'{cfg.filename}: Resize scale_factor {factor}: only '
+                                     'equal factors are supported for slides')
+                factor = factor[0]
+            fmt.scale_factor = float(factor)
+    if fmt.channel_order not in ('bgr', 'rgb'):
+        raise ValueError(f'{cfg.filename}: LoadImageFromFile channel_order must be bgr or '
+                         f'rgb, got {fmt.channel_order!r}')
+    return fmt
+
+
+def slide_defaults(cfg) -> dict:
+    """``tile_size`` and ``nms_iou`` of the config's ``TiledTestLoop`` (else the model's
+    test NMS), the settings the model was evaluated with."""
+    defaults = dict(tile_size=512, nms_iou=0.3)
+    loop = cfg.get('test_cfg') or {}
+    if 'tile_size' in loop:
+        defaults['tile_size'] = int(loop['tile_size'])
+    if 'nms_iou' in loop:
+        defaults['nms_iou'] = float(loop['nms_iou'])
+    else:
+        nms = cfg.model.get('test_cfg', {}).get('rcnn', {}).get('nms', {})
+        defaults['nms_iou'] = float(nms.get('iou_threshold', defaults['nms_iou']))
+    return defaults
+
+
+class _Failure:
+    def __init__(self, error):
+        self.error = error
+
+
+_DONE = object()
+
+
+def tile_batches(reader: SlideReader, level: int, windows, batch_size: int, to_input,
+                 prefetch: int = 2):
+    """Yield ``(inputs, windows)`` batches, read by a background thread.
+
+    The thread reads the windows' pixels (``reader.read_region``), converts each with
+    ``to_input`` and queues full batches; at most ``prefetch`` batches wait in the
+    queue, so at most ``prefetch + 2`` batches of tiles exist at any time (queued, being
+    read, being predicted). An error of the reader is raised here. Close the generator
+    (``contextlib.closing``) to stop the thread early.
+    """
+    if batch_size < 1 or prefetch < 1:
+        raise ValueError(f'batch_size and prefetch must be >= 1, got {batch_size}, '
+                         f'{prefetch}')
+    batches = queue.Queue(maxsize=prefetch)
+    stop = threading.Event()
+
+    def put(item):
+        while not stop.is_set():
+            try:
+                batches.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def produce():
+        try:
+            for start in range(0, len(windows), batch_size):
+                chunk = windows[start:start + batch_size]
+                inputs = [to_input(reader.read_region(level, *window)) for window in chunk]
+                if not put((inputs, chunk)):
+                    return
+            put(_DONE)
+        except BaseException as err:  # handed to the consumer, which raises it
+            put(_Failure(err))
+
+    thread = threading.Thread(target=produce, name='slide-tile-reader', daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = batches.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, region=1024):
+    """Class-wise NMS of a whole slide's tile detections, region by region.
+
+    One NMS over all the cells of a slide costs time quadratic in their number. Here
+    each detection belongs to the ``region`` x ``region`` square that holds its centre;
+    the detections of every square and its 8 neighbours go through
+    :func:`merge_tile_predictions` together, and the survivors that belong to the square
+    are kept. Squares are at least twice as large as the largest box, so every box that
+    could suppress a kept one, and every box that could suppress that one, is among
+    the candidates: the result equals one NMS over the slide unless a chain of
+    suppressions runs over more than a square.
+
+    Args:
+        bboxes: (N, 4) ``x0, y0, x1, y1``; scores: (N,); labels: (N,) int.
+        nms_iou: IoU threshold of the NMS.
+        region: side of the squares, in the boxes' pixels.
+
+    Returns:
+        ``(bboxes, scores, labels)`` of the kept detections, by descending score.
+    """
+    bboxes = np.asarray(bboxes, np.float32).reshape(-1, 4)
+    scores, labels = np.asarray(scores, np.float32), np.asarray(labels, np.int64)
+    if len(bboxes) == 0:
+        return bboxes, scores, labels
+    sides = np.maximum(bboxes[:, 2] - bboxes[:, 0], bboxes[:, 3] - bboxes[:, 1])
+    region = max(float(region), 2 * float(sides.max()), 1.0)
+
+    def cells(boxes):
+        centre = (boxes[:, :2] + boxes[:, 2:]) / 2
+        return np.floor(centre / region).astype(np.int64)
+
+    owner = cells(bboxes)
+    order = np.lexsort((owner[:, 0], owner[:, 1]))
+    keys, starts, sizes = np.unique(owner[order], axis=0, return_index=True,
+                                    return_counts=True)
+    members = {tuple(k): order[s:s + n] for k, s, n in zip(keys.tolist(), starts, sizes)}
+    kept = []
+    for (cx, cy), own in members.items():
+        candidates = np.concatenate([
+            members[(cx + dx, cy + dy)] for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+            if (cx + dx, cy + dy) in members])
+        merged = merge_tile_predictions([InstanceData(
+            bboxes=torch.from_numpy(bboxes[candidates]),
+            scores=torch.from_numpy(scores[candidates]),
+            labels=torch.from_numpy(labels[candidates]))], [(0.0, 0.0)], nms_iou=nms_iou)
+        boxes = merged.bboxes.numpy()
+        mine = np.all(cells(boxes) == (cx, cy), axis=1)
+        kept.append((boxes[mine], merged.scores.numpy()[mine], merged.labels.numpy()[mine]))
+    bboxes, scores, labels = (np.concatenate(parts) for parts in zip(*kept))
+    order = np.argsort(-scores, kind='stable')
+    return bboxes[order], scores[order], labels[order]
+
+
+def _level_region(reader, roi, level):
+    """The ROI in pixels of ``level``: ``(x, y, w, h)``."""
+    scale = reader.level_downsamples[level]
+    width, height = reader.level_dimensions[level]
+    x, y, w, h = roi
+    x0, y0 = int(x // scale), int(y // scale)
+    x1, y1 = min(width, math.ceil((x + w) / scale)), min(height, math.ceil((y + h) / scale))
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def check_roi(roi, dimensions, path):
+    """``roi`` as ints ``(x, y, w, h)`` inside the level-0 ``dimensions``; ``None``: all."""
+    width, height = dimensions
+    if roi is None:
+        return 0, 0, width, height
+    x, y, w, h = (int(v) for v in roi)
+    if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > width or y + h > height:
+        raise ValueError(f'{path}: ROI x={x} y={y} w={w} h={h} is not inside the '
+                         f'{width}x{height} slide (level-0 pixels)')
+    return x, y, w, h
+
+
+def _converter(fmt: InputFormat):
+    """RGB tile -> the packed CHW uint8 tensor the test pipeline would give."""
+    def to_input(rgb):
+        if fmt.scale_factor != 1.0:
+            h, w = rgb.shape[:2]
+            rgb = cv2.resize(rgb, (max(1, round(w * fmt.scale_factor)),
+                                   max(1, round(h * fmt.scale_factor))),
+                             interpolation=cv2.INTER_LINEAR)
+        if fmt.channel_order == 'bgr':
+            rgb = rgb[..., ::-1]
+        return torch.from_numpy(np.ascontiguousarray(rgb.transpose(2, 0, 1)))
+    return to_input
+
+
+def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batch_size=8,
+                score_thr=0.5, nms_iou=0.3, tissue: Optional[TissueMaskConfig] =
+                TissueMaskConfig(), prefetch=2, progress=True) -> SlideResult:
+    """Detect the cells of a slide region.
+
+    Args:
+        model: a detector with ``test_step`` and ``dataset_meta`` (e.g. from
+            :func:`init_slide_model`); its ``cfg`` (if any) gives the
+            :func:`input_format`.
+        slide: a slide path or an open :class:`SlideReader` (left open).
+        roi: ``(x, y, w, h)`` in level-0 pixels; ``None`` for the whole slide.
+        level: pyramid level the model sees (its pixel size should match the training
+            images').
+        tile_size, overlap: windows in pixels of ``level`` (before the pipeline's resize).
+        batch_size: tiles per forward pass.
+        score_thr: detections below it are dropped (SPEC §6 evaluates at 0.5).
+        nms_iou: IoU threshold of the merge across tile borders.
+        tissue: tissue mask settings, ``None`` to run every tile.
+        prefetch: batches the reader thread may read ahead.
+        progress: show a tqdm progress bar (tiles/s).
+    """
+    start_time = time.perf_counter()
+    fmt = input_format(model.cfg) if getattr(model, 'cfg', None) is not None \
+        else InputFormat()
+    meta = getattr(model, 'dataset_meta', None) or {}
+    classes = tuple(meta.get('classes', ('cell', )))
+    palette = list(meta.get('palette') or DEFAULT_PALETTE[:len(classes)])
+    with contextlib.ExitStack() as stack:
+        reader = slide if isinstance(slide, SlideReader) \
+            else stack.enter_context(open_slide(slide))
+        roi = check_roi(roi, reader.dimensions, reader.path)
+        if not 0 <= level < reader.level_count:
+            raise ValueError(f'{reader.path}: level {level} does not exist (levels 0-'
+                             f'{reader.level_count - 1} with the {reader.backend} reader)')
+        scale = reader.level_downsamples[level]
+        lx, ly, lw, lh = _level_region(reader, roi, level)
+        windows = [(lx + x, ly + y, w, h) for x, y, w, h in
+                   tile_windows(lh, lw, tile_size, overlap)]
+        total = len(windows)
+        mask = None
+        if tissue is not None:
+            mask = compute_tissue_mask(reader, roi, tissue)
+            windows = [(x, y, w, h) for x, y, w, h in windows
+                       if mask.covers(x * scale, y * scale, (x + w) * scale,
+                                      (y + h) * scale)]
+        boxes, scores, labels = [], [], []
+        bar = stack.enter_context(tqdm(total=len(windows), unit='tile', disable=not progress,
+                                       desc=reader.path.name, leave=False))
+        batches = stack.enter_context(contextlib.closing(tile_batches(
+            reader, level, windows, batch_size, _converter(fmt), prefetch)))
+        with torch.no_grad():
+            for inputs, chunk in batches:
+                outputs = model.test_step(dict(inputs=inputs, data_samples=[
+                    _tile_sample(tensor, window) for tensor, window in zip(inputs, chunk)]))
+                for out, (x, y, _, _) in zip(outputs, chunk):
+                    pred = out.pred_instances
+                    sizes = pred.bboxes[:, 2:] - pred.bboxes[:, :2]
+                    keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1)
+                    offset = np.array([x, y, x, y], np.float32)
+                    boxes.append((pred.bboxes[keep].cpu().numpy() + offset) * scale)
+                    scores.append(pred.scores[keep].cpu().numpy())
+                    labels.append(pred.labels[keep].cpu().numpy())
+                bar.update(len(chunk))
+    if boxes:
+        merged = merge_slide_detections(np.concatenate(boxes), np.concatenate(scores),
+                                        np.concatenate(labels), nms_iou=nms_iou)
+    else:
+        merged = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
+                  np.zeros(0, np.int64))
+    bboxes, scores, labels = merged
+    if len(labels) and labels.max() >= len(classes):
+        raise ValueError(f'the model predicted label {labels.max()} but dataset_meta names '
+                         f'{len(classes)} classes')
+    return SlideResult(
+        path=Path(reader.path), bboxes=bboxes.astype(np.float32), scores=scores,
+        labels=labels.astype(np.int64), classes=classes, palette=palette, roi=roi,
+        level=level, tiles_run=len(windows), tiles_skipped=total - len(windows),
+        megapixels=sum(w * h for _, _, w, h in windows) / 1e6,
+        seconds=time.perf_counter() - start_time,
+        tissue_fraction=None if mask is None else mask.fraction)
+
+
+def _tile_sample(tensor, window):
+    """Metainfo of one tile as the test pipeline's ``PackDetInputs`` would give it."""
+    _, _, w, h = window
+    height, width = tensor.shape[-2:]
+    return DetDataSample(metainfo=dict(img_shape=(height, width), ori_shape=(h, w),
+                                       scale_factor=(width / w, height / h)))
+
+
+def _write_text_atomic(path, write):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
+    try:
+        with os.fdopen(fd, 'w', newline='') as f:
+            write(f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_cells_csv(path, result: SlideResult):
+    """``x,y,class,score`` per cell (centres in level-0 pixels), written atomically."""
+    def write(f):
+        out = csv.writer(f)
+        out.writerow(['x', 'y', 'class', 'score'])
+        for (x, y), label, score in zip(result.centres, result.labels, result.scores):
+            out.writerow([f'{x:.2f}', f'{y:.2f}', result.classes[label], f'{score:.4f}'])
+    _write_text_atomic(path, write)
+
+
+def write_slide_outputs(result: SlideResult, out_dir, stem=None) -> Tuple[Path, Path]:
+    """Write ``<stem>.geojson`` (QuPath detections: class name and colour, a ``score``
+    measurement, level-0 pixels) and ``<stem>.csv`` (cell centres) to ``out_dir``.
+
+    ``stem`` defaults to the slide's file name without its suffix. Both files are
+    written atomically. Returns their paths.
+    """
+    from mmdet_pu.io.qupath import QuPathObject, write_geojson
+
+    out_dir = Path(out_dir)
+    stem = stem or result.path.stem
+    cells = [QuPathObject(box=tuple(float(v) for v in box), label=result.classes[label],
+                          score=float(score))
+             for box, label, score in zip(result.bboxes, result.labels, result.scores)]
+    colors = {name: tuple(result.palette[i]) for i, name in enumerate(result.classes)}
+    geojson, table = out_dir / f'{stem}.geojson', out_dir / f'{stem}.csv'
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_geojson(geojson, cells, colors)
+    write_cells_csv(table, result)
+    return geojson, table

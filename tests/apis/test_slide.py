@@ -1,0 +1,470 @@
+"""Whole-slide inference: readers, tissue mask, lazy batched tiles, merge, QuPath outputs."""
+import csv
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+import tifffile
+import torch
+from mmengine.model import BaseModel
+from mmengine.structures import InstanceData
+from PIL import Image
+
+from mmdet.models.data_preprocessors import DetDataPreprocessor
+from mmdet_pu.apis.slide import (check_roi, infer_slide, input_format, merge_slide_detections,
+                                 write_slide_outputs)
+from mmdet_pu.apis.slide_reader import (OpenSlideReader, SlideReader, _open_tiff_fallback,
+                                        open_slide)
+from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
+from mmdet_pu.engine.runner import merge_tile_predictions, tile_windows
+from mmdet_pu.io.qupath import read_geojson
+from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
+from tests._data import REPO
+from tests._qupath_fixtures import (feature, paint_cells, point, write_features, write_png,
+                                    write_pyramid_tiff)
+
+BACKGROUND, TISSUE, NUCLEUS = (240, 240, 240), (230, 170, 210), (60, 40, 110)
+# 16 px "cells" (top-left corners) on a 640 x 480 slide; tiles of 128 px with overlap 32
+# start at x = 0, 96, 192, ...: the cells at x = 90 and 100 lie on the first border.
+CELLS = [(20, 20), (90, 40), (100, 200), (150, 100), (200, 300), (250, 420)]
+
+
+def make_slide_image(tissue_width=320):
+    """Tissue (pink) left of ``tissue_width`` with dark cells, glass on the right."""
+    image = np.full((480, 640, 3), BACKGROUND, np.uint8)
+    image[:, :tissue_width] = TISSUE
+    for x, y in CELLS:
+        image[y:y + 16, x:x + 16] = NUCLEUS
+    return image
+
+
+class RecordingReader(SlideReader):
+    """Wraps a reader and records every region it is asked for."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self.path, self.backend = reader.path, reader.backend
+        self.level_dimensions = reader.level_dimensions
+        self.level_downsamples = reader.level_downsamples
+        self.reads = []
+
+    def _read(self, level, x, y, w, h):
+        self.reads.append((level, x, y, w, h))
+        return self._reader.read_region(level, x, y, w, h)
+
+    def close(self):
+        self._reader.close()
+
+
+class BlobDetector(BaseModel):
+    """Stand-in detector: every dark blob of a tile is a cell, scored by its area
+    relative to a whole ``cell_size`` px cell (so a cell cut by a tile border scores
+    lower, like a real detector's).
+    Records the tiles it sees; ``on_forward`` is called before each batch."""
+
+    def __init__(self, on_forward=None, cell_size=16):
+        super().__init__(data_preprocessor=DetDataPreprocessor())
+        self.batches, self.on_forward, self.cell_size = [], on_forward, cell_size
+        self.dataset_meta = dict(classes=('cell', ), palette=[(255, 0, 0)])
+
+    def forward(self, inputs, data_samples=None, mode='predict'):
+        if self.on_forward is not None:
+            self.on_forward()
+        self.batches.append([sample.img_shape for sample in data_samples])
+        for image, sample in zip(inputs, data_samples):
+            height, width = sample.img_shape
+            gray = image[:, :height, :width].float().mean(0).numpy()
+            count, _, blobs, _ = cv2.connectedComponentsWithStats(
+                (gray < 100).astype(np.uint8))
+            x, y, w, h, area = blobs[1:].T.astype(np.float32)
+            sx, sy = sample.scale_factor
+            sample.pred_instances = InstanceData(
+                bboxes=torch.from_numpy(np.stack([x / sx, y / sy, (x + w) / sx,
+                                                  (y + h) / sy], 1).astype(np.float32)),
+                scores=torch.from_numpy(np.minimum(
+                    area / (self.cell_size ** 2 * sx * sy), 1)),
+                labels=torch.zeros(count - 1, dtype=torch.int64))
+        return data_samples
+
+
+def cell_boxes(offset=(0, 0), cells=CELLS):
+    dx, dy = offset
+    return sorted([float(x + dx), float(y + dy), float(x + dx + 16), float(y + dy + 16)]
+                  for x, y in cells)
+
+
+@pytest.fixture
+def pyramid(tmp_path):
+    return write_pyramid_tiff(tmp_path / 'slide.tif', make_slide_image(), tile=64)
+
+
+# ------------------------------------------------------------------------ readers --
+
+def test_openslide_and_tifffile_fallback_read_the_same_pixels(pyramid, tmp_path):
+    image = make_slide_image()
+    with open_slide(pyramid) as slide, _open_tiff_fallback(pyramid) as fallback:
+        assert (slide.backend, fallback.backend) == ('openslide', 'tifffile')
+        assert slide.level_dimensions == ((640, 480), (320, 240), (160, 120))
+        assert slide.level_downsamples == (1.0, 2.0, 4.0)
+        assert fallback.level_dimensions == ((640, 480),)
+        for x, y, w, h in [(0, 0, 640, 480), (13, 17, 200, 111), (639, 479, 1, 1)]:
+            region = slide.read_region(0, x, y, w, h)
+            assert region.dtype == np.uint8 and region.shape == (h, w, 3)
+            assert np.array_equal(region, image[y:y + h, x:x + w])
+            assert np.array_equal(fallback.read_region(0, x, y, w, h), region)
+        half = cv2.resize(image, (320, 240), interpolation=cv2.INTER_AREA)
+        assert np.array_equal(slide.read_region(1, 10, 20, 64, 32), half[20:52, 10:74])
+        with pytest.raises(ValueError, match='not inside level 1'):
+            slide.read_region(1, 300, 0, 64, 64)
+        with pytest.raises(ValueError, match='level 1 does not exist'):
+            fallback.read_region(1, 0, 0, 8, 8)
+
+    # a strip TIFF is not for OpenSlide: the tifffile fallback reads it region by region
+    tifffile.imwrite(tmp_path / 'strips.tif', image, photometric='rgb', rowsperstrip=16)
+    with open_slide(tmp_path / 'strips.tif') as strips:
+        assert strips.backend == 'tifffile'
+        assert np.array_equal(strips.read_region(0, 5, 6, 70, 80), image[6:86, 5:75])
+
+
+def test_png_through_pil_and_unreadable_files(tmp_path):
+    image = make_slide_image()
+    cv2.imwrite(str(tmp_path / 'small.png'), image[..., ::-1])
+    with open_slide(tmp_path / 'small.png') as png:
+        assert png.backend == 'pil' and png.dimensions == (640, 480)
+        assert np.array_equal(png.read_region(0, 3, 4, 50, 60), image[4:64, 3:53])
+    with pytest.raises(ValueError, match='too large to decode whole'):
+        open_slide(tmp_path / 'small.png', max_whole_pixels=1000)
+    (tmp_path / 'broken.svs').write_bytes(b'not a slide')
+    with pytest.raises(ValueError, match='broken.svs: cannot read the slide'):
+        open_slide(tmp_path / 'broken.svs')
+    with pytest.raises(FileNotFoundError, match='missing.tif'):
+        open_slide(tmp_path / 'missing.tif')
+
+
+def test_tiff_that_tifffile_cannot_decode_is_decoded_whole_only_when_small(tmp_path):
+    image = make_slide_image()
+    Image.fromarray(image).save(tmp_path / 'lzw.tif', compression='tiff_lzw')  # strips
+    try:
+        TiffRegionReader(tmp_path / 'lzw.tif').close()
+        pytest.skip('imagecodecs is installed: tifffile decodes LZW itself')
+    except UnsupportedCompression:
+        pass
+    with open_slide(tmp_path / 'lzw.tif') as slide:
+        assert slide.backend == 'pil' and slide.dimensions == (640, 480)
+        assert np.array_equal(slide.read_region(0, 5, 6, 70, 80), image[6:86, 5:75])
+    with pytest.raises(ValueError, match=r'lzw.tif: cannot read the slide: .*tifffile '
+                                         r'cannot decode LZW-compressed .*imagecodecs'):
+        open_slide(tmp_path / 'lzw.tif', max_whole_pixels=1000)
+
+
+def test_transparent_openslide_pixels_become_white_background():
+    class TransparentSlide:
+        level_dimensions, level_downsamples = ((4, 1),), (1.0,)
+
+        def read_region(self, location, level, size):
+            return np.array([[[10, 20, 30, 255], [0, 0, 0, 0], [100, 100, 100, 128],
+                              [7, 7, 7, 0]]], np.uint8)
+
+    rgb = OpenSlideReader(TransparentSlide(), 'x.svs').read_region(0, 0, 0, 4, 1)
+    assert rgb.tolist() == [[[10, 20, 30], [255, 255, 255], [177, 177, 177],
+                             [255, 255, 255]]]
+
+
+def test_package_imports_stay_light_and_never_reach_data_prep():
+    """mmdet_pu is installed without data_prep; ``mmdet_pu.apis`` imports none of its
+    modules (``from mmdet_pu.apis import runs`` loads no slide reader, no OpenSlide)."""
+    pattern = re.compile(r'^\s*(from|import)\s+data_prep\b', re.MULTILINE)
+    offenders = [str(p.relative_to(REPO)) for p in (REPO / 'mmdet_pu').rglob('*.py')
+                 if pattern.search(p.read_text())]
+    assert not offenders
+    code = ("import sys; import mmdet_pu.apis; "
+            "loaded = {m for m in sys.modules if m.startswith(('mmdet_pu.apis.', "
+            "'openslide', 'data_prep'))}; assert not loaded, loaded")
+    subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True, timeout=120,
+                   env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1'))
+
+
+# --------------------------------------------------------------------- tissue mask --
+
+def test_tissue_rule():
+    colours = np.array([[BACKGROUND, TISSUE, NUCLEUS, (0, 0, 0), (200, 200, 200),
+                         (120, 120, 120)]], np.uint8)
+    # glass, pale pink stroma (saturated), nucleus (dark), black (empty), light grey,
+    # dark grey (optical density 0.33)
+    assert tissue_pixels(colours).tolist() == [[False, True, True, False, False, True]]
+
+
+def test_tissue_mask_skips_the_blank_area(pyramid):
+    with open_slide(pyramid) as slide:
+        reader = RecordingReader(slide)
+        mask = compute_tissue_mask(reader, (0, 0, 640, 480), TissueMaskConfig(
+            downsample=16, dilate=32))
+        # read from level 2 (downsample 4) averaged by 4: one block, 160 x 120 pixels
+        assert reader.reads == [(2, 0, 0, 160, 120)]
+        assert mask.scale == 16 and mask.mask.shape == (30, 40)
+        # tissue x < 320, dilated by 32 px: columns < 352 / 16 = 22
+        assert mask.mask[:, :22].all() and not mask.mask[:, 22:].any()
+        assert mask.covers(330, 0, 340, 10) and not mask.covers(360, 0, 640, 480)
+
+        model = BlobDetector()
+        result = infer_slide(model, reader, tile_size=128, overlap=32, progress=False,
+                             tissue=TissueMaskConfig(dilate=32))
+        # tile columns start at 0, 96, 192, 288, 384, 480, 512; rows at 0, 96, 192,
+        # 288, 352: the 3 columns right of x = 352 (glass) are skipped
+        assert (result.tiles_run, result.tiles_skipped) == (20, 15)
+        assert {x for level, x, _, _, _ in reader.reads if level == 0} == {0, 96, 192, 288}
+        assert sorted(result.bboxes.tolist()) == cell_boxes()
+        assert result.tissue_fraction == pytest.approx(22 / 40)
+
+        # a region of glass only: nothing runs, nothing is found
+        empty = infer_slide(model, slide, roi=(400, 0, 240, 480), tile_size=128,
+                            overlap=32, progress=False)
+        assert (empty.tiles_run, len(empty.scores)) == (0, 0)
+
+
+# ---------------------------------------------------------- tiles, batches, merge --
+
+@pytest.mark.parametrize('level', [0, 1])
+def test_tiles_cover_the_roi_exactly_in_bounded_batches(pyramid, level):
+    roi = (40, 24, 500, 420)
+    with open_slide(pyramid) as slide:
+        reader = RecordingReader(slide)
+        model = BlobDetector(cell_size=16 // 2 ** level)
+        result = infer_slide(model, reader, roi=roi, level=level, tile_size=96, overlap=24,
+                             batch_size=3, tissue=None, progress=False)
+    scale = 2 ** level
+    covered = np.zeros((480 // scale, 640 // scale), np.int32)
+    for read_level, x, y, w, h in reader.reads:
+        assert read_level == level and w <= 96 and h <= 96
+        covered[y:y + h, x:x + w] += 1
+    x, y, w, h = (v // scale for v in roi)
+    assert (covered[y:y + h, x:x + w] > 0).all()
+    covered[y:y + h, x:x + w] = 0
+    assert not covered.any()  # nothing outside the ROI was read
+    windows = tile_windows(h, w, 96, 24)
+    assert result.tiles_run == len(reader.reads) == len(windows)
+    assert [len(batch) for batch in model.batches] == \
+        [3] * (len(windows) // 3) + ([len(windows) % 3] if len(windows) % 3 else [])
+    # level-0 boxes, ROI offset included; every cell of the ROI once
+    inside = [(cx, cy) for cx, cy in CELLS if cx >= 40 and cy >= 24]
+    if level == 0:
+        assert sorted(result.bboxes.tolist()) == cell_boxes(cells=inside)
+    else:  # a 16 px cell is 8 px at level 1: boxes scaled back, within a pixel or two
+        assert np.allclose(sorted(result.bboxes.tolist()), cell_boxes(cells=inside),
+                           atol=2)
+
+
+def test_cells_on_tile_borders_are_found_once(pyramid):
+    with open_slide(pyramid) as slide:
+        kept = infer_slide(BlobDetector(), slide, tile_size=128, overlap=32, tissue=None,
+                           score_thr=0.0, progress=False)
+        # the tiles' raw detections hold the duplicates the merge removes
+        raw = []
+        for x, y, w, h in tile_windows(480, 640, 128, 32):
+            tile = slide.read_region(0, x, y, w, h)
+            gray = tile.mean(2)
+            count = cv2.connectedComponents((gray < 100).astype(np.uint8))[0] - 1
+            raw.append(count)
+    assert sum(raw) > len(CELLS)
+    assert sorted(kept.bboxes.tolist()) == cell_boxes()
+    assert kept.scores.tolist() == [1.0] * len(CELLS)  # the whole cell, not a cut part
+
+
+def test_merge_by_regions_equals_one_nms_over_the_slide():
+    rng = np.random.default_rng(0)
+    centres = rng.uniform(0, 5000, (3000, 2))
+    sizes = rng.uniform(10, 30, (3000, 1))
+    boxes = np.concatenate([centres - sizes / 2, centres + sizes / 2], 1)
+    # every cell seen twice more, slightly moved (overlapping tiles), other scores
+    boxes = np.concatenate([boxes, boxes + rng.normal(0, 2, boxes.shape),
+                            boxes + rng.normal(0, 2, boxes.shape)]).astype(np.float32)
+    scores = rng.uniform(0.5, 1, len(boxes)).astype(np.float32)
+    labels = np.tile(rng.integers(0, 2, 3000), 3)
+    merged = merge_slide_detections(boxes, scores, labels, nms_iou=0.3, region=256)
+    reference = merge_tile_predictions([InstanceData(
+        bboxes=torch.from_numpy(boxes), scores=torch.from_numpy(scores),
+        labels=torch.from_numpy(labels))], [(0, 0)], nms_iou=0.3)
+    assert len(merged[0]) < len(boxes) / 2
+    assert sorted(map(tuple, np.column_stack(merged).tolist())) == sorted(map(
+        tuple, np.column_stack([reference.bboxes.numpy(), reference.scores.numpy(),
+                                reference.labels.numpy()]).tolist()))
+    assert (np.diff(merged[1]) <= 0).all()  # by descending score
+
+
+def test_reader_thread_stays_a_few_batches_ahead_and_reports_errors(pyramid):
+    with open_slide(pyramid) as slide:
+        reader = RecordingReader(slide)
+        consumed = []
+
+        def on_forward():
+            time.sleep(0.02)  # a slow model: the reader runs ahead as far as it may
+            ahead = len(reader.reads) - sum(consumed)
+            assert ahead <= (2 + 2) * 2, ahead  # prefetch 2, batch 2
+            consumed.append(2)
+
+        infer_slide(BlobDetector(on_forward), reader, tile_size=64, overlap=0,
+                    batch_size=2, prefetch=2, tissue=None, progress=False)
+        assert len(consumed) == len(tile_windows(480, 640, 64, 0)) // 2
+
+        class Failing(RecordingReader):
+            def _read(self, level, x, y, w, h):
+                if len(self.reads) == 5:
+                    raise OSError('disk gone')
+                return super()._read(level, x, y, w, h)
+
+        threads = threading.active_count()
+        with pytest.raises(OSError, match='disk gone'):
+            infer_slide(BlobDetector(), Failing(slide), tile_size=64, overlap=0,
+                        tissue=None, progress=False)
+        assert threading.active_count() == threads  # the reader thread has ended
+
+
+def test_test_pipeline_settings_are_honoured(pyramid):
+    from mmengine.config import Config
+
+    def config(*steps):
+        return Config(dict(test_dataloader=dict(dataset=dict(pipeline=list(steps)))))
+
+    fmt = input_format(config(dict(type='LoadImageFromFile', channel_order='rgb'),
+                              dict(type='Resize', scale_factor=2.0)))
+    assert (fmt.channel_order, fmt.scale_factor) == ('rgb', 2.0)
+    with pytest.raises(ValueError, match='fixed scale'):
+        input_format(config(dict(type='Resize', scale=(1333, 800), keep_ratio=True)))
+
+    # tiles enlarged twice by the pipeline's Resize; boxes come back in slide pixels
+    model = BlobDetector()
+    model.cfg = config(dict(type='LoadImageFromFile'), dict(type='Resize', scale_factor=2.0))
+    with open_slide(pyramid) as slide:
+        result = infer_slide(model, slide, tile_size=128, overlap=32, tissue=None,
+                             progress=False)
+    assert {shape for batch in model.batches for shape in batch} == {(256, 256)}
+    assert np.allclose(sorted(result.bboxes.tolist()), cell_boxes(), atol=1)
+
+
+# ------------------------------------------------------------------------ outputs --
+
+def test_outputs_reimport_in_qupath_format(pyramid, tmp_path):
+    with open_slide(pyramid) as slide:
+        result = infer_slide(BlobDetector(), slide, roi=(8, 8, 600, 460), tile_size=128,
+                             overlap=32, tissue=None, progress=False)
+    geojson, table = write_slide_outputs(result, tmp_path / 'out')
+    assert (geojson.name, table.name) == ('slide.geojson', 'slide.csv')
+    names = sorted(p.name for p in (tmp_path / 'out').iterdir())
+    assert names == ['slide.csv', 'slide.geojson']  # no temporary file left behind
+    features = json.loads(geojson.read_text())['features']
+    assert {f['properties']['objectType'] for f in features} == {'detection'}
+    assert features[0]['properties']['classification'] == dict(name='cell',
+                                                               color=[255, 0, 0])
+    qupath = read_geojson(geojson)
+    assert sorted(list(c.box) for c in qupath.cells) == cell_boxes()
+    assert {(c.label, c.score) for c in qupath.cells} == {('cell', 1.0)}
+    assert qupath.colors == {'cell': (255, 0, 0)}
+    with open(table, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert sorted((float(r['x']), float(r['y'])) for r in rows) == sorted(
+        (x + 8.0, y + 8.0) for x, y in CELLS)
+    assert {(r['class'], float(r['score'])) for r in rows} == {('cell', 1.0)}
+    assert 'slide.tif: 6 cells (cell 6); tiles 30 run, 0 skipped' in result.summary()
+
+
+def test_roi_and_command_line_checks(tmp_path, pyramid, capsys):
+    assert check_roi(None, (640, 480), 's.tif') == (0, 0, 640, 480)
+    with pytest.raises(ValueError, match=r's.tif: ROI x=600 y=0 w=50 h=10 is not inside '
+                                         r'the 640x480 slide'):
+        check_roi((600, 0, 50, 10), (640, 480), 's.tif')
+    spec = importlib.util.spec_from_file_location('infer_slide_cli',
+                                                  REPO / 'tools' / 'infer_slide.py')
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    _, args = cli.parse_args(['c.py', 'x.pth', 'slides/', '--out', 'o', '--roi',
+                              '1,2,30,40', '--no-tissue-mask'])
+    assert (args.roi, args.no_tissue_mask, args.tile, args.overlap) == \
+        ((1, 2, 30, 40), True, None, 64)
+    for bad in ('1,2,3', '1,2,0,4', 'a,b,c,d'):
+        with pytest.raises(SystemExit):
+            cli.parse_args(['c.py', 'x.pth', 's.tif', '--out', 'o', '--roi', bad])
+    for bad in ('--tile=0', '--overlap=-1', '--batch-size=0', '--level=x'):
+        with pytest.raises(SystemExit):
+            cli.parse_args(['c.py', 'x.pth', 's.tif', '--out', 'o', bad])
+    capsys.readouterr()
+    # every slide is checked before the model loads (c.py does not even exist)
+    for options, message in [(['--roi', '600,0,50,10'], 'is not inside the 640x480 slide'),
+                             (['--level', '3'], '--level 3 does not exist')]:
+        with pytest.raises(SystemExit):
+            cli.main(['c.py', 'x.pth', str(pyramid), '--out', str(tmp_path / 'o'),
+                      *options])
+        assert message in capsys.readouterr().err
+    (tmp_path / 'a.tif').touch()
+    (tmp_path / 'a.svs').touch()
+    with pytest.raises(SystemExit):  # both would write a.geojson
+        cli.main(['c.py', 'x.pth', str(tmp_path), '--out', str(tmp_path / 'o')])
+    assert 'same outputs: a' in capsys.readouterr().err
+    assert not (tmp_path / 'o').exists()
+
+
+# ------------------------------------------------------------ issue 11 round trip --
+
+def run_tool(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
+    proc = subprocess.run([sys.executable, *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f'{args} failed:\n{proc.stdout[-3000:]}\n' \
+                                 f'{proc.stderr[-5000:]}'
+    return proc.stdout
+
+
+def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
+    """QuPath export -> prepare.py qupath -> 2 training iterations -> infer_slide ->
+    the GeoJSON re-imports with the cells of the CSV."""
+    rng = np.random.default_rng(0)
+    for i in range(6):  # 4:1:1 split: every split gets an image
+        points = rng.uniform(20, 236, (6, 2))
+        image = paint_cells(np.full((256, 256, 3), TISSUE, np.uint8), points, radius=8)
+        write_png(tmp_path / 'src' / f'img{i}.png', image)
+        write_features(tmp_path / 'src' / f'img{i}.geojson', [  # a few cells annotated
+            feature(point(float(x), float(y)), name='cell') for x, y in points[:3]])
+    run_tool('data_prep/prepare.py', 'qupath', '--src', tmp_path / 'src',
+             '--out', tmp_path / 'data')
+    root = f"{tmp_path / 'data'}/"
+    run_tool('tools/train.py', 'configs/custom/custom_pu.py', '--work-dir', tmp_path / 'work',
+             '--cfg-options', *(f'{split}_dataloader.dataset.data_root={root}'
+                                for split in ('train', 'val', 'test')),
+             'train_cfg.max_iters=2', 'default_hooks.checkpoint.interval=2',
+             'train_dataloader.batch_size=2',
+             *(f'{split}_dataloader.{key}' for split in ('train', 'val')
+               for key in ('num_workers=0', 'persistent_workers=False')))
+    slide = make_slide_image()
+    (tmp_path / 'slides').mkdir()
+    write_pyramid_tiff(tmp_path / 'slides' / 'case1.tif', slide, levels=2, tile=128)
+    out = run_tool('tools/infer_slide.py', 'configs/custom/custom_pu.py',
+                   tmp_path / 'work' / 'iter_2.pth', tmp_path / 'slides',
+                   '--out', tmp_path / 'out', '--roi', '16,8,500,400', '--score-thr', '0',
+                   '--batch-size', '4', '--device', 'cpu')
+    summary = re.search(r'case1.tif: (\d+) cells \(cell (\d+)\); tiles (\d+) run, '
+                        r'(\d+) skipped', out)
+    assert summary, out
+    cells, run, skipped = int(summary[1]), int(summary[3]), int(summary[4])
+    # 256 px tiles (the config's TiledTestLoop), overlap 64: 3 x 2 windows, each with
+    # some tissue (x < 320, dilated); 2 iterations give low scores, but boxes
+    assert (run, skipped) == (6, 0) and cells > 0
+
+    qupath = read_geojson(tmp_path / 'out' / 'case1.geojson')
+    with open(tmp_path / 'out' / 'case1.csv', newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert len(qupath.cells) == len(rows) == cells
+    assert qupath.colors == {'cell': (75, 230, 57)}  # the config's metainfo palette
+    for cell, row in zip(qupath.cells, rows):
+        x0, y0, x1, y1 = cell.box
+        assert (cell.label, row['class']) == ('cell', 'cell')
+        assert (x0 + x1) / 2 == pytest.approx(float(row['x']), abs=0.01)
+        assert (y0 + y1) / 2 == pytest.approx(float(row['y']), abs=0.01)
+        assert cell.score == pytest.approx(float(row['score']), abs=1e-4)
+        assert 16 <= x0 < x1 <= 516 and 8 <= y0 < y1 <= 408  # level-0, inside the ROI

@@ -3,16 +3,25 @@
 Usage::
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.pkl]
-        [--show-dir DIR [--overlay-style box|dot]] [--cfg-options k=v ...]
-        [--launcher none|pytorch|slurm|mpi]
+        [--show-dir DIR [--overlay-style box|dot]] [--score-thr T|val]
+        [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
 
 Whole-image tiled inference is selected by the config (``test_cfg =
 dict(type='TiledTestLoop', ...)`` in the dataset bases); a plain checkpoint is used as is.
 ``--show-dir`` writes TP/FP/FN overlays (``CellOverlayHook``) with the matching settings
 of the config's ``CellDetMetric``.
+
+``--score-thr`` replaces the metric's score threshold (0.5 in the configs, SPEC §6):
+a number, or ``val`` for the threshold selected on the validation set at the end of
+training (``cell/pu_score_thr`` in ``<checkpoint dir>/cell_metrics/val_per_image.json``,
+written by a ``CellDetMetric`` with ``score_thr_candidates``; see
+:mod:`mmdet_pu.evaluation.score_threshold`).
 """
 import argparse
+import json
+import math
 import os
+import os.path as osp
 
 from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
@@ -43,6 +52,9 @@ def parse_args():
         '--overlay-style', default='box', choices=['box', 'dot'],
         help="overlays draw boxes, or dots at box centres for crowded images")
     parser.add_argument(
+        '--score-thr', help="score threshold of the metric: a number, or 'val' for the "
+        'one selected on the validation set during training')
+    parser.add_argument(
         '--wait-time', type=float, default=2, help='the interval of show (s)')
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
@@ -57,9 +69,34 @@ def parse_args():
     return args
 
 
+def validation_score_thr(checkpoint):
+    """``cell/pu_score_thr`` of the validation dump beside ``checkpoint``."""
+    dump = osp.join(osp.dirname(osp.abspath(checkpoint)), 'cell_metrics',
+                    'val_per_image.json')
+    if not osp.isfile(dump):
+        raise FileNotFoundError(
+            f'--score-thr val: {dump} not found; train with validation and a '
+            'CellDetMetric with score_thr_candidates (configs/_base_/datasets/'
+            '_cell_coco.py) or give a number')
+    with open(dump) as f:
+        metrics = json.load(f)['metrics']
+    value = next((v for k, v in metrics.items() if k.split('/')[-1] == 'pu_score_thr'),
+                 None)
+    if value is None or math.isnan(value):
+        raise ValueError(f'--score-thr val: {dump} holds no selected threshold '
+                         '(pu_score_thr): no candidate found a labeled cell')
+    return value
+
+
 def build_cfg(args):
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.launcher)
     cfg.load_from = args.checkpoint
+    if args.score_thr is not None:
+        thr = (validation_score_thr(args.checkpoint) if args.score_thr == 'val'
+               else float(args.score_thr))
+        evaluators = cfg.test_evaluator
+        for evaluator in evaluators if isinstance(evaluators, list) else [evaluators]:
+            evaluator['score_thr'] = thr
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays
         cfg = trigger_visualization_hook(

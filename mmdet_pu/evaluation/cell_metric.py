@@ -35,6 +35,7 @@ from mmengine.utils import mkdir_or_exist
 
 from mmdet.registry import METRICS
 from .matching import count_per_class, match_image
+from .score_threshold import pu_threshold_criterion, select_score_thr
 
 RATES = ('recall', 'precision', 'f1')
 
@@ -86,6 +87,13 @@ class CellDetMetric(BaseMetric):
     and ``cell/pooled_{recall,precision,f1}`` (classes absent from the set, NaN, are left
     out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
 
+    With ``score_thr_candidates`` the metric also selects a score threshold for data
+    whose labels are incomplete (a validation set): for every candidate it counts the
+    labeled cells found and the detections kept, and reports the candidate that
+    maximises Lee & Liu's PU criterion ``recall^2 / detections per image``
+    (:mod:`mmdet_pu.evaluation.score_threshold`) as ``cell/pu_score_thr`` (NaN when no
+    candidate finds a labeled cell). ``tools/test.py --score-thr val`` tests with it.
+
     Args:
         score_thr (float): detections with a lower score are discarded. Defaults to 0.5.
         iou_thr (float): a detection matches a ground truth with IoU ``>= iou_thr``.
@@ -106,6 +114,9 @@ class CellDetMetric(BaseMetric):
             dumped unless ``out_dir`` is given. Several Runners created in one process
             with the same experiment name share mmengine's logger, hence this folder:
             give them distinct experiment names or set ``out_dir``.
+        score_thr_candidates (sequence of float, optional): thresholds among which
+            ``cell/pu_score_thr`` is selected; the dump holds the criterion of each.
+            Defaults to None (no selection).
         collect_device (str): ``'cpu'`` or ``'gpu'``, for distributed collection.
         prefix (str, optional): metric name prefix. Defaults to ``'cell'``.
     """
@@ -117,6 +128,7 @@ class CellDetMetric(BaseMetric):
                  radius: Optional[float] = None,
                  dump_per_image: bool = True,
                  out_dir: Optional[str] = None,
+                 score_thr_candidates: Optional[Sequence[float]] = None,
                  collect_device: str = 'cpu',
                  prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
@@ -124,7 +136,15 @@ class CellDetMetric(BaseMetric):
             raise ValueError(f'CellDetMetric: iou_thr must be in (0, 1], got {iou_thr}')
         if radius is not None and radius <= 0:
             raise ValueError(f'CellDetMetric: radius must be positive, got {radius}')
+        if score_thr_candidates is not None:
+            score_thr_candidates = [float(t) for t in score_thr_candidates]
+            if not score_thr_candidates or score_thr_candidates != sorted(
+                    set(score_thr_candidates)) or not 0 <= score_thr_candidates[0] \
+                    or not score_thr_candidates[-1] <= 1:
+                raise ValueError('CellDetMetric: score_thr_candidates must be increasing '
+                                 f'scores in [0, 1], got {score_thr_candidates}')
         self.score_thr = score_thr
+        self.score_thr_candidates = score_thr_candidates
         self.iou_thr = iou_thr
         self.radius = radius
         self.dump_per_image = dump_per_image
@@ -143,15 +163,22 @@ class CellDetMetric(BaseMetric):
         for sample in data_samples:
             pred, gt = sample['pred_instances'], sample['gt_instances']
             pred_labels, gt_labels = _to_numpy(pred['labels']), _to_numpy(gt['labels'])
-            match = match_image(
-                _to_numpy(pred['bboxes']), _to_numpy(pred['scores']), pred_labels,
-                _to_numpy(gt['bboxes']), gt_labels, score_thr=self.score_thr,
-                iou_thr=self.iou_thr, radius=self.radius)
-            tp, fp, fn = count_per_class(match, pred_labels, gt_labels, num_classes)
+            boxes_and_scores = (_to_numpy(pred['bboxes']), _to_numpy(pred['scores']),
+                                pred_labels, _to_numpy(gt['bboxes']), gt_labels)
+
+            def counts_at(score_thr):
+                match = match_image(*boxes_and_scores, score_thr=score_thr,
+                                    iou_thr=self.iou_thr, radius=self.radius)
+                return count_per_class(match, pred_labels, gt_labels, num_classes)
+
+            tp, fp, fn = counts_at(self.score_thr)
             img_id = sample.get('img_id')
-            self.results.append(dict(
-                img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
-                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn))
+            result = dict(img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
+                          img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn)
+            if self.score_thr_candidates is not None:  # (tp, fp) per candidate
+                result['candidates'] = [counts_at(thr)[:2]
+                                        for thr in self.score_thr_candidates]
+            self.results.append(result)
 
     def compute_metrics(self, results: list) -> dict:
         """Per-class and class-mean metrics from the per-image counts."""
@@ -175,9 +202,30 @@ class CellDetMetric(BaseMetric):
             metrics[f'pooled_{rate}'] = float(nanmean(pooled[rate]))
 
         print_log(self._summary(metrics, len(results)), logger='current')
+        selection = None
+        if self.score_thr_candidates is not None:
+            selection = self._select_score_thr(results, counts)
+            chosen = selection['chosen']
+            metrics['pu_score_thr'] = float('nan') if chosen is None else chosen
+            print_log(f'CellDetMetric: PU score threshold {chosen} (Lee & Liu criterion '
+                      f'over {self.score_thr_candidates})', logger='current')
         if self.dump_per_image:
-            self._dump(results, counts, per_image, metrics)
+            self._dump(results, counts, per_image, metrics, selection)
         return metrics
+
+    def _select_score_thr(self, results: list, counts: dict) -> dict:
+        """Criterion per class and candidate, and the chosen threshold."""
+        # (images, candidates, tp/fp, classes) -> (classes, candidates)
+        found = np.array([r['candidates'] for r in results], dtype=np.int64).reshape(
+            len(results), len(self.score_thr_candidates), 2, len(self.classes))
+        tp = found[:, :, 0].sum(0).T
+        detections = (found[:, :, 0] + found[:, :, 1]).sum(0).T
+        num_gt = (counts['tp'] + counts['fn']).sum(0)
+        criterion = pu_threshold_criterion(tp, detections, num_gt, len(results))
+        return dict(candidates=self.score_thr_candidates,
+                    criterion=[[None if np.isnan(v) else float(v) for v in row]
+                               for row in criterion],
+                    chosen=select_score_thr(self.score_thr_candidates, criterion))
 
     def _criterion(self) -> str:
         return (f'centre distance <= {self.radius} px' if self.radius is not None
@@ -205,7 +253,7 @@ class CellDetMetric(BaseMetric):
             return None
         return osp.join(osp.dirname(osp.dirname(log_file)), 'cell_metrics')
 
-    def _dump(self, results, counts, per_image, metrics) -> None:
+    def _dump(self, results, counts, per_image, metrics, selection=None) -> None:
         """Write ``<stage>_per_image.json`` (everything) and ``.csv`` (one row per
         image and class)."""
         out_dir = self._dump_dir()
@@ -233,7 +281,7 @@ class CellDetMetric(BaseMetric):
             iou_thr=self.iou_thr, radius=self.radius, prefix=self.prefix,
             metrics={head + k: (None if isinstance(v, float) and np.isnan(v) else v)
                      for k, v in metrics.items()},
-            images=images)
+            score_thr_selection=selection, images=images)
         json_file = osp.join(out_dir, f'{stage}_per_image.json')
         with open(json_file, 'w') as f:
             json.dump(report, f, indent=1)

@@ -55,7 +55,12 @@ test_dataloader = dict(
     dataset=dict(val_dataloader['dataset'], ann_file='annotations/fold0/test_whole.json'))
 
 # SPEC §6: score >= 0.5, greedy matching at IoU >= 0.5 (radius=<px> for centre distance).
-val_evaluator = dict(type='CellDetMetric', score_thr=0.5, iou_thr=0.5)
-test_evaluator = val_evaluator
+test_evaluator = dict(type='CellDetMetric', score_thr=0.5, iou_thr=0.5)
+# Validation also selects a score threshold among the candidates with a PU criterion that
+# needs only the (incomplete) labels: cell/pu_score_thr, used by
+# `tools/test.py CONFIG CKPT --score-thr val` (mmdet_pu/evaluation/score_threshold.py).
+val_evaluator = dict(
+    test_evaluator,
+    score_thr_candidates=[0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')

@@ -108,9 +108,11 @@ def run_options(args):
                for loader in ('train_dataloader', 'test_dataloader')]
     options += ['val_cfg=None', 'val_dataloader=None', 'val_evaluator=None']
     if args.iters:
+        # the learning-rate step of schedules/cpu_short.py stays at 80 % of training
         options += [f'train_cfg.max_iters={args.iters}',
                     f'train_cfg.val_interval={args.iters}',
-                    f'default_hooks.checkpoint.interval={args.iters}']
+                    f'default_hooks.checkpoint.interval={args.iters}',
+                    f'param_scheduler.0.milestones=[{max(1, int(0.8 * args.iters))}]']
     return options + list(args.cfg_options)
 
 

@@ -20,8 +20,12 @@ Keys holding pi (docs/design.md): ``model.rpn_head.loss_cls.prior`` and
 ``model.roi_head.bbox_head.loss_cls.prior`` (binary PULoss) and
 ``custom_hooks.<i>.anchor_prior`` (pi_1 of the multi-class PriorUpdateHook). Without
 ``--key`` the tool uses the hook's key if the config has a ``PriorUpdateHook`` (it also
-sets the other class priors and the RPN prior), otherwise every ``prior`` of a
-``PULoss`` in ``model``.
+sets the other class priors and, unless its ``update_rpn_prior=False``, the RPN prior),
+otherwise the RoI head's ``PULoss`` prior together with every other ``PULoss`` prior in
+``model`` that holds the same value. A config with a per-stage prior (an RPN prior that
+differs from the RoI head's, docs/experiments.md "Per-stage priors") thus keeps its RPN
+prior while the RoI prior is swept; a config with one pi for both stages (the paper's)
+sweeps both.
 
 Runs are sequential. ``--dry-run`` prints one training command per value instead (for
 a cluster scheduler); once those jobs have finished, the same command without
@@ -129,7 +133,11 @@ def find_prior_keys(cfg):
                 walk(child, f'{path}.{i}')
 
     walk(cfg.get('model', {}), 'model')
-    return keys
+    roi_keys = [key for key in keys if key.startswith('model.roi_head.')]
+    if not roi_keys:
+        return keys
+    tied = get_key(cfg, roi_keys[0])
+    return [key for key in keys if key in roi_keys or get_key(cfg, key) == tied]
 
 
 def get_key(cfg, key):

@@ -58,6 +58,17 @@ def test_default_keys_binary_and_multi_class(tmp_path):
         sweep.get_key(multi, 'custom_hooks.5.anchor_prior')
 
 
+def test_per_stage_rpn_prior_is_not_swept(tmp_path):
+    """An RPN prior that differs from the RoI head's is a per-stage prior: kept."""
+    cfg = Config.fromfile(tiny_config(tmp_path))
+    cfg.model.rpn_head.loss_cls.prior = 0.006
+    assert sweep.find_prior_keys(cfg) == ['model.roi_head.bbox_head.loss_cls.prior']
+    shipped = Config.fromfile(str(REPO / 'configs' / 'synthetic' / 'synthetic_keep1_pu.py'))
+    assert sweep.find_prior_keys(shipped) == ['model.roi_head.bbox_head.loss_cls.prior']
+    paper = Config.fromfile(str(REPO / 'configs' / 'pu' / 'mitos14_vgg16_keep1_pu.py'))
+    assert sweep.find_prior_keys(paper) == PU_KEYS
+
+
 def test_config_checks(tmp_path):
     cfg = Config.fromfile(tiny_config(tmp_path, extra=''))  # CE losses, CocoMetric
     with pytest.raises(ValueError, match='no PULoss prior'):

@@ -22,10 +22,9 @@ val_dataloader = dict(dataset=dict(deletion=deletion))
 # Randomly initialised, the detector first finds the anchor class only, which would set
 # the other priors to their floor and lock those classes out (PriorUpdateHook docstring):
 # the update starts once the detector finds cells of every class.
-# The RPN keeps a per-stage prior (update_rpn_prior=False): 0.05, the share of true cells
-# among its sampled anchors measured with the complete labels (4.8 %), instead of the
-# sum of the RoI priors (docs/experiments.md, "Per-stage priors").
-custom_hooks = [dict(_base_.custom_hooks[0], anchor_prior=0.1, begin_iter=100,
-                     update_rpn_prior=False)]
+# The RPN follows the sum of the RoI priors (SPEC §2.3). A per-stage RPN prior (0.05, the
+# measured share of cells among its sampled anchors, with update_rpn_prior=False) locked
+# the non-anchor classes out here (docs/experiments.md, "Per-stage priors").
+custom_hooks = [dict(_base_.custom_hooks[0], anchor_prior=0.1, begin_iter=100)]
 model['roi_head']['bbox_head']['loss_cls']['priors'] = [0.1, 0.1, 0.07]
-model['rpn_head']['loss_cls']['prior'] = 0.05
+model['rpn_head']['loss_cls']['prior'] = 0.27

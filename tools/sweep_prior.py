@@ -2,7 +2,8 @@
 
 Usage::
 
-    python tools/sweep_prior.py CONFIG (--values V [V ...] | --range START STOP STEP)
+    python tools/sweep_prior.py CONFIG (--values V [V ...] | --range START STOP STEP
+        | --estimate FILE.json [--width W] [--num N])
         [--key KEY [--key KEY ...]] [--work-dir DIR] [--dry-run] [--force]
         [--cfg-options k=v ...]
 
@@ -27,6 +28,17 @@ differs from the RoI head's, docs/experiments.md "Per-stage priors") thus keeps 
 prior while the RoI prior is swept; a config with one pi for both stages (the paper's)
 sweeps both.
 
+``--estimate FILE.json`` sweeps narrowly around the prior that ``tools/estimate_prior.py``
+recommends (its ``recommended.roi``): ``N`` values (default 3) at relative spacing ``W``
+(default 0.2), ``estimate * (1 + k W)`` for ``k = -(N-1)/2, ..., (N-1)/2``, rounded to
+three significant digits; values outside (0, 1) are left out. The relative spacing fits
+priors of every scale: 0.2 gives 0.2 / 0.25 / 0.3 around 0.25 (the step of the
+synthetic sweep) and 0.028 / 0.035 / 0.042 around 0.035 (the paper's MITOS step is
+0.005). The estimate's other options (the estimated RPN prior, where the RPN has a
+prior of its own) are passed to every run before ``--cfg-options``, which can override
+them, and are kept in ``chosen.json``; the key the estimate is for must be among the
+swept keys.
+
 Runs are sequential. ``--dry-run`` prints one training command per value instead (for
 a cluster scheduler); once those jobs have finished, the same command without
 ``--dry-run`` collects their results: a value whose ``val_per_image.json`` exists is
@@ -49,6 +61,8 @@ import sys
 import numpy as np
 from mmengine.config import Config, DictAction
 
+from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
+
 TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
 SELECTION_METRIC = 'avg_recall'
 COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
@@ -64,6 +78,13 @@ def parse_args(argv=None):
     grid.add_argument('--values', type=float, nargs='+', help='candidate priors')
     grid.add_argument('--range', type=float, nargs=3, metavar=('START', 'STOP', 'STEP'),
                       help='candidates START, START+STEP, ..., STOP (inclusive)')
+    grid.add_argument('--estimate', metavar='FILE.json',
+                      help='sweep narrowly around the prior estimated by '
+                      'tools/estimate_prior.py (its --out file)')
+    parser.add_argument('--width', type=float, help='with --estimate: relative spacing '
+                        'of the values (default 0.2)')
+    parser.add_argument('--num', type=int, help='with --estimate: number of values '
+                        '(default 3)')
     parser.add_argument('--key', action='append', dest='keys', metavar='KEY',
                         help='config key holding the prior (repeatable); default: '
                         'found in the config, see below')
@@ -77,6 +98,10 @@ def parse_args(argv=None):
                         help='passed to every training run (and used to read the '
                         'config here)')
     args = parser.parse_args(argv)
+    if args.estimate is None and (args.width is not None or args.num is not None):
+        parser.error('--width and --num need --estimate')
+    args.width = 0.2 if args.width is None else args.width
+    args.num = 3 if args.num is None else args.num
     if args.work_dir is None:
         stem = osp.splitext(osp.basename(args.config))[0]
         args.work_dir = osp.join('work_dirs', f'{stem}_prior_sweep')
@@ -102,53 +127,46 @@ def candidate_values(values=None, value_range=None):
     return grid
 
 
+def narrow_grid(center, width=0.2, num=3):
+    """``num`` priors spaced ``width`` (relative) around ``center``, see the docstring."""
+    if not 0 < center < 1:
+        raise ValueError(f'estimated prior {center}: expected 0 < prior < 1')
+    if width <= 0 or num < 1:
+        raise ValueError(f'--width {width} --num {num}: expected W > 0 and N >= 1')
+    values = [float(f'{center * (1 + (k - (num - 1) / 2) * width):.3g}')
+              for k in range(num)]
+    kept = [value for value in values if 0 < value < 1]
+    if len(kept) < len(values):
+        print(f'[sweep] left out priors outside (0, 1): '
+              f'{sorted(set(values) - set(kept))}', file=sys.stderr)
+    return kept
+
+
+def read_estimate(path):
+    """``(prior, key, options)`` from an estimate file of ``tools/estimate_prior.py``.
+
+    ``prior`` is the recommended RoI-stage prior, ``key`` the config key it is for and
+    ``options`` the file's other ``cfg_options`` (the per-stage RPN prior).
+    """
+    with open(path) as f:
+        estimate = json.load(f)
+    try:
+        prior = estimate['recommended']['roi']
+        key = estimate['stages']['roi']['key']
+        options = estimate['cfg_options']
+    except (KeyError, TypeError) as error:
+        raise ValueError(f'{path}: no field {error} (expected the --out file of '
+                         'tools/estimate_prior.py)') from None
+    if not isinstance(prior, (int, float)):
+        raise ValueError(f'{path}: recommended.roi = {prior!r}, expected a number')
+    return float(prior), key, [o for o in options if not o.startswith(f'{key}=')]
+
+
 def parse_cfg_options(options):
     """``['a.b=1', ...]`` as the dict mmengine's ``DictAction`` would build."""
     parser = argparse.ArgumentParser()
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     return parser.parse_args(['--cfg-options', *options]).cfg_options if options else {}
-
-
-def _type_name(node):
-    value = node.get('type') if isinstance(node, dict) else None
-    return value.split('.')[-1] if isinstance(value, str) else None
-
-
-def find_prior_keys(cfg):
-    """Config keys that hold pi, see the module docstring."""
-    for i, hook in enumerate(cfg.get('custom_hooks', None) or []):
-        if _type_name(hook) == 'PriorUpdateHook':
-            return [f'custom_hooks.{i}.anchor_prior']
-
-    keys = []
-
-    def walk(node, path):
-        if isinstance(node, dict):
-            if _type_name(node) == 'PULoss' and 'prior' in node:
-                keys.append(f'{path}.prior')
-            for name, child in node.items():
-                walk(child, f'{path}.{name}')
-        elif isinstance(node, (list, tuple)):
-            for i, child in enumerate(node):
-                walk(child, f'{path}.{i}')
-
-    walk(cfg.get('model', {}), 'model')
-    roi_keys = [key for key in keys if key.startswith('model.roi_head.')]
-    if not roi_keys:
-        return keys
-    tied = get_key(cfg, roi_keys[0])
-    return [key for key in keys if key in roi_keys or get_key(cfg, key) == tied]
-
-
-def get_key(cfg, key):
-    """The value at a dotted key (list items by index), or KeyError naming the key."""
-    node = cfg
-    for part in key.split('.'):
-        try:
-            node = node[int(part)] if isinstance(node, (list, tuple)) else node[part]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise KeyError(f'config key {key!r} does not exist (no {part!r})') from None
-    return node
 
 
 def check_config(cfg, config_file, keys):
@@ -166,10 +184,10 @@ def check_config(cfg, config_file, keys):
                              'the validation set')
     evaluators = cfg.val_evaluator
     evaluators = evaluators if isinstance(evaluators, (list, tuple)) else [evaluators]
-    if not any(_type_name(e) == 'CellDetMetric' for e in evaluators):
+    if not any(type_name(e) == 'CellDetMetric' for e in evaluators):
         raise ValueError(f'{config_file}: val_evaluator must include CellDetMetric (it '
                          'writes the validation recall the sweep selects on), got '
-                         f'{[_type_name(e) for e in evaluators]}')
+                         f'{[type_name(e) for e in evaluators]}')
 
 
 def run_dir_of(work_dir, value):
@@ -243,11 +261,22 @@ def plot(path, rows, chosen, keys):
 
 def main(argv=None):
     args = parse_args(argv)
-    grid = candidate_values(args.values, args.range)
+    fixed = []
+    if args.estimate:
+        center, estimate_key, fixed = read_estimate(args.estimate)
+        grid = candidate_values(narrow_grid(center, args.width, args.num))
+        args.cfg_options = fixed + args.cfg_options
+        print(f'[sweep] around the estimate {center:g} of {args.estimate}: {grid}',
+              file=sys.stderr)
+    else:
+        grid = candidate_values(args.values, args.range)
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(parse_cfg_options(args.cfg_options))
     keys = args.keys or find_prior_keys(cfg)
     check_config(cfg, args.config, keys)
+    if args.estimate and estimate_key not in keys:
+        raise ValueError(f'{args.estimate}: the estimate is for {estimate_key}, but the '
+                         f'sweep sets {keys}')
 
     if args.dry_run:
         for value in grid:
@@ -283,7 +312,7 @@ def main(argv=None):
         selected_by=f'cell/{SELECTION_METRIC} on the validation set',
         metrics={k: (None if math.isnan(chosen[k]) else chosen[k]) for k in COLUMNS},
         run_dir=chosen['run_dir'], checkpoint=last_checkpoint(chosen['run_dir']),
-        cfg_options=[f'{key}={chosen["prior"]!r}' for key in keys])
+        cfg_options=fixed + [f'{key}={chosen["prior"]!r}' for key in keys])
     with open(osp.join(args.work_dir, 'chosen.json'), 'w') as f:
         json.dump(summary, f, indent=1)
     for row in rows:

@@ -3,7 +3,9 @@
 * :mod:`.slide` -- whole-slide detection exported to QuPath (``tools/infer_slide.py``,
   docs/slides.md), over :mod:`.slide_reader` (region reads of slides) and :mod:`.tissue`
   (tissue mask);
-* :mod:`.runs` -- scheduled training + test runs (``tools/repeat.py``, ``tools/demo.py``).
+* :mod:`.runs` -- scheduled training + test runs (``tools/repeat.py``, ``tools/demo.py``);
+* :mod:`.prior_keys` -- the config keys that hold pi (``tools/sweep_prior.py``,
+  ``tools/estimate_prior.py``).
 
 This package imports none of them, so ``from mmdet_pu.apis import runs`` loads neither
 the slide readers nor OpenSlide, and ``import mmdet_pu`` does not import it at all.

@@ -124,3 +124,51 @@ def test_tiny_sweep_trains_validates_and_chooses(tmp_path, monkeypatch):
     mtime = (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime
     sweep.main([config, '--values', '0.1', '0.4', '--work-dir', str(work_dir)])
     assert (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime == mtime
+
+
+def test_narrow_grid_around_an_estimate():
+    assert sweep.narrow_grid(0.25) == [0.2, 0.25, 0.3]
+    assert sweep.narrow_grid(0.035) == [0.028, 0.035, 0.042]  # the paper's MITOS scale
+    assert sweep.narrow_grid(0.2, width=0.1, num=4) == [0.17, 0.19, 0.21, 0.23]
+    assert sweep.narrow_grid(0.9) == [0.72, 0.9]  # 1.08 is no prior
+    with pytest.raises(ValueError, match='W > 0'):
+        sweep.narrow_grid(0.25, width=0)
+    with pytest.raises(ValueError, match='0 < prior < 1'):
+        sweep.narrow_grid(1.2)
+    with pytest.raises(SystemExit):
+        sweep.parse_args(['x.py', '--values', '0.1', '--width', '0.1'])
+
+
+def _estimate_file(path, key='model.roi_head.bbox_head.loss_cls.prior', prior=0.25):
+    path.write_text(json.dumps(dict(
+        stages=dict(roi=dict(key=key)), recommended=dict(roi=prior, rpn=0.0061),
+        cfg_options=[f'{key}={prior}', 'model.rpn_head.loss_cls.prior=0.0061'])))
+    return str(path)
+
+
+def test_estimate_dry_run_prints_the_narrow_grid(tmp_path, capsys):
+    config = tiny_config(tmp_path)
+    estimate = _estimate_file(tmp_path / 'estimate.json')
+    sweep.main([config, '--estimate', estimate, '--work-dir', str(tmp_path / 'sw'),
+                '--dry-run', '--cfg-options', 'train_cfg.max_iters=3'])
+    out = capsys.readouterr()
+    lines = out.out.strip().splitlines()
+    assert 'around the estimate 0.25' in out.err
+    assert len(lines) == 3
+    # the estimate's RPN prior makes the priors per-stage: only the RoI prior is swept
+    for value, line in zip((0.2, 0.25, 0.3), lines):
+        assert f'--work-dir {tmp_path}/sw/prior_{value:g} ' in line
+        assert line.endswith('--cfg-options model.rpn_head.loss_cls.prior=0.0061 '
+                             'train_cfg.max_iters=3 '
+                             f'model.roi_head.bbox_head.loss_cls.prior={value!r}')
+
+
+def test_estimate_file_is_checked(tmp_path):
+    config = tiny_config(tmp_path)
+    broken = tmp_path / 'broken.json'
+    broken.write_text(json.dumps(dict(recommended=dict(roi=0.25))))
+    with pytest.raises(ValueError, match="broken.json: no field 'stages'"):
+        sweep.main([config, '--estimate', str(broken), '--dry-run'])
+    other = _estimate_file(tmp_path / 'multi.json', key='custom_hooks.0.anchor_prior')
+    with pytest.raises(ValueError, match='the estimate is for custom_hooks.0.anchor_prior'):
+        sweep.main([config, '--estimate', other, '--dry-run'])

@@ -1,0 +1,301 @@
+"""Estimate the class prior pi of each PU stage instead of sweeping it.
+
+What pi is. The PU losses estimate ``E_x[H(c,0)]`` over the samples of one stage (U ∪ P:
+every sampled anchor of the RPN, every sampled RoI of the RoI head), and pi is the share
+of true cells among exactly those samples (docs/experiments.md, "Per-stage priors"). It
+therefore depends on the stage's sampler: the RPN draws its unlabeled anchors at random
+over the whole image (pi < 0.01 on the binary synthetic task), the RoI head draws them
+among proposals that concentrate on cells (pi ~ 0.25-0.33). With the complete labels it
+is the share of sampled samples that the stage's assigner, run on the same candidates
+with all the cells, makes positive (the "oracle"): for the RoI head IoU ``>=`` its
+``pos_iou_thr``, for the RPN also each cell's best anchors down to ``min_pos_iou``
+(``match_low_quality``), as training with complete labels would assign them. The
+estimators below replace the missing labels.
+
+The samples are drawn exactly as in training (:mod:`.prior_samples`), from a detector
+trained with a provisional prior, on incompletely annotated images: every sampled
+sample is a labeled positive (P: assigned to a labeled cell) or unlabeled (U).
+
+**Label frequency** (after Elkan & Noto, "Learning classifiers from only positive and
+unlabeled data", KDD 2008). Elkan and Noto estimate the label frequency
+``c = Pr(labeled | positive)`` with a classifier trained on the same data and recover the
+positives that are not labeled from it. Here the detector's confident detections
+(score ``>= score_thr`` after the test NMS) are those positives: together with the
+labeled cells (a detection overlapping a labeled cell at IoU ``>= SAME_CELL_IOU`` is that
+cell) they form a *pseudo-complete* annotation, and the estimate is the oracle
+computation with the pseudo-complete cells in place of all the cells.
+``c = labeled cells / pseudo-complete cells`` is reported. It needs
+the detector's precision and recall to balance: false positives (look-alike nuclei)
+raise the estimate, missed cells lower it.
+
+**BBE, best-bin estimation** (Garg, Wu, Smola, Balakrishnan & Lipton, "Mixture
+Proportion Estimation and PU Learning: A Modern Approach", NeurIPS 2021, Algorithm 1).
+U is a mixture ``alpha P + (1 - alpha) N``; BBE estimates ``alpha`` from the classifier
+scores of P and U only. With ``q_p(z)``, ``q_u(z)`` the shares of P and of U scoring
+``>= z``, it picks the bin ``[z, 1]`` with the smallest upper confidence bound of
+``q_u / q_p``::
+
+    z* = argmin_z [q_u(z) + (1 + gamma) (sqrt(log(4/delta) / (2 n_u))
+                                          + sqrt(log(4/delta) / (2 n_p)))] / q_p(z)
+    alpha = q_u(z*) / q_p(z*)
+
+(``delta = 0.1``, ``gamma = 0.01`` as the paper suggests; the two square roots are the
+DKW bounds of ``q_u`` and ``q_p``; the authors' code, acmi-lab/PU_learning, computes the
+same bound). ``alpha`` is exact when the top bin holds positives only, and an upper
+estimate otherwise. Candidate thresholds are the distinct scores of P ∪ U with
+``q_p > 0``. The prior over U ∪ P is then ``(n_p + alpha n_u) / (n_p + n_u)``. In the RoI
+stage the scores are the RoI head's softmax probabilities of the class; the labeled
+cells' own boxes, which training adds to the proposals, are left out of P for
+``alpha`` (an exact box scores higher than any proposal around an unlabeled cell, which
+would break the assumption that P looks like the positives in U) but counted in
+``n_p``. With several classes each class ``m`` is estimated on its own: ``P_m`` vs U
+with the probability of class ``m``, ``pi_m = (n_p,m + alpha_m n_u) / N``.
+
+The RPN stage uses the label frequency only: it needs no scores beyond the detections.
+
+**Recommendation** (:func:`recommend`): on held-out images (the validation split) BBE,
+on the training images the label frequency. On six synthetic checkpoints BBE on the
+validation split was within 0.005 of the oracle share for the well-trained detectors
+(0.045 at most), while the label frequency ran 0.01-0.03 above it and 0.10 above for a
+detector with many false positives, each of which counts as a cell. On the training
+images BBE fell 0.04-0.08 below the oracle: there the detector has fitted the labeled
+cells' scores, so P no longer scores like the positives in U (Garg et al. estimate on
+held-out data), and the label frequency did better. When the two estimators disagree by
+more than :data:`DISAGREEMENT` the detector is unreliable (docs/experiments.md,
+"Estimating pi instead of sweeping it").
+"""
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .matching import box_iou
+
+#: A detection overlapping a labeled cell at least this much is that cell (SPEC §6).
+SAME_CELL_IOU = 0.5
+#: RoI-stage estimates further apart than this point at an unreliable detector.
+DISAGREEMENT = 0.05
+
+
+def recommend(held_out: bool, bbe_prior: Optional[float]) -> Tuple[str, str]:
+    """The RoI-stage estimator to train with, and why (see the module docstring).
+
+    Args:
+        held_out: the images were not trained on (the validation split).
+        bbe_prior: BBE's estimate, None if it has none or its best bin is the whole
+            score range (the scores do not separate P from U).
+    """
+    if bbe_prior is None:
+        return 'label_frequency', ('BBE has no usable estimate (no labeled or unlabeled '
+                                   'RoIs, or scores that do not separate them)')
+    if held_out:
+        return 'bbe', ('BBE on held-out images followed the oracle share most closely; the '
+                       'label frequency counts every false positive as a cell')
+    return 'label_frequency', ('on the training images the detector has fitted the '
+                               'labeled cells\' scores, which biases BBE low')
+
+
+class BBEResult(NamedTuple):
+    """Outcome of :func:`best_bin_estimate`.
+
+    Attributes:
+        alpha: estimated share of positives in U.
+        threshold: ``z*``, the lower edge of the chosen top bin.
+        q_p: share of P scoring ``>= z*``.
+        q_u: share of U scoring ``>= z*``.
+        upper_bound: the minimised upper confidence bound of ``alpha``.
+        n_p: number of P scores.
+        n_u: number of U scores.
+    """
+    alpha: float
+    threshold: float
+    q_p: float
+    q_u: float
+    upper_bound: float
+    n_p: int
+    n_u: int
+
+
+def best_bin_estimate(p_scores, u_scores, delta: float = 0.1,
+                      gamma: float = 0.01) -> BBEResult:
+    """BBE (Garg et al. 2021, Algorithm 1): the share of positives in U.
+
+    Args:
+        p_scores: scores of the labeled positives P (higher = more positive).
+        u_scores: scores of the unlabeled samples U.
+        delta, gamma: the confidence parameters of the bound, in (0, 1).
+
+    Raises:
+        ValueError: when P or U is empty, or a score is not finite.
+    """
+    p = np.sort(np.asarray(p_scores, dtype=np.float64).reshape(-1))
+    u = np.sort(np.asarray(u_scores, dtype=np.float64).reshape(-1))
+    if not len(p) or not len(u):
+        raise ValueError('best-bin estimation needs labeled-positive (P) and unlabeled '
+                         f'(U) scores, got n_p={len(p)}, n_u={len(u)}')
+    if not (np.isfinite(p).all() and np.isfinite(u).all()):
+        raise ValueError('best-bin estimation: scores must be finite')
+    if not (0 < delta < 1 and 0 < gamma < 1):
+        raise ValueError(f'best-bin estimation: expected 0 < delta, gamma < 1, got '
+                         f'delta={delta}, gamma={gamma}')
+    thresholds = np.unique(np.concatenate([p, u]))
+    q_p = (len(p) - np.searchsorted(p, thresholds, side='left')) / len(p)
+    q_u = (len(u) - np.searchsorted(u, thresholds, side='left')) / len(u)
+    slack = (1 + gamma) * (np.sqrt(np.log(4 / delta) / (2 * len(u)))
+                           + np.sqrt(np.log(4 / delta) / (2 * len(p))))
+    bound = np.divide(q_u + slack, q_p, out=np.full(q_p.shape, np.inf), where=q_p > 0)
+    best = int(np.argmin(bound))  # ties: the lowest threshold, the largest bin
+    return BBEResult(alpha=float(q_u[best] / q_p[best]), threshold=float(thresholds[best]),
+                     q_p=float(q_p[best]), q_u=float(q_u[best]),
+                     upper_bound=float(bound[best]), n_p=len(p), n_u=len(u))
+
+
+def prior_from_mixture(alpha: float, n_p: int, n_u: int, n: Optional[int] = None) -> float:
+    """pi over U ∪ P when a share ``alpha`` of the ``n_u`` unlabeled samples is positive.
+
+    ``(n_p + alpha n_u) / n`` with ``n = n_p + n_u`` by default; with several classes
+    ``n`` also counts the labeled positives of the other classes.
+    """
+    n = n_p + n_u if n is None else n
+    if n <= 0 or n < n_p + n_u:
+        raise ValueError(f'prior over U ∪ P: expected n >= n_p + n_u > 0, got n={n}, '
+                         f'n_p={n_p}, n_u={n_u}')
+    return (n_p + alpha * n_u) / n
+
+
+def pseudo_complete(labeled_bboxes, labeled_labels, det_bboxes, det_labels,
+                    iou_thr: float = SAME_CELL_IOU):
+    """The labeled cells plus the detections that are none of them.
+
+    A detection overlapping a labeled cell (of any class) at IoU ``>= iou_thr`` is that
+    cell and is dropped; the labeled cell keeps its class. The caller selects the
+    detections (score threshold).
+
+    Returns:
+        tuple: ``(bboxes (M, 4), labels (M,), added (M,) bool)``, labeled cells first.
+    """
+    labeled_bboxes = np.asarray(labeled_bboxes, dtype=np.float64).reshape(-1, 4)
+    det_bboxes = np.asarray(det_bboxes, dtype=np.float64).reshape(-1, 4)
+    labeled_labels = np.asarray(labeled_labels, dtype=np.int64).reshape(-1)
+    det_labels = np.asarray(det_labels, dtype=np.int64).reshape(-1)
+    if len(labeled_bboxes) != len(labeled_labels) or len(det_bboxes) != len(det_labels):
+        raise ValueError(f'pseudo-complete cells: {len(labeled_bboxes)} labeled boxes / '
+                         f'{len(labeled_labels)} labels, {len(det_bboxes)} detections / '
+                         f'{len(det_labels)} labels; expected as many labels as boxes')
+    new = np.ones(len(det_bboxes), dtype=bool)
+    if len(labeled_bboxes) and len(det_bboxes):
+        new = box_iou(det_bboxes, labeled_bboxes).max(axis=1) < iou_thr
+    bboxes = np.concatenate([labeled_bboxes, det_bboxes[new]])
+    labels = np.concatenate([labeled_labels, det_labels[new]])
+    added = np.concatenate([np.zeros(len(labeled_bboxes), bool), np.ones(new.sum(), bool)])
+    return bboxes, labels, added
+
+
+class ImageSamples(NamedTuple):
+    """What the two stages sample on one image, as training draws them.
+
+    RoI stage (K sampled RoIs): ``roi_labels`` the class of the labeled cell a RoI is
+    assigned to (P), -1 for U; ``roi_is_gt`` the RoI is a labeled cell's own box (added
+    to the proposals); ``roi_scores`` (K, C) class probabilities of the RoI head;
+    ``roi_pseudo`` / ``roi_oracle`` the class the assigner gives with the pseudo-complete
+    / complete cells, -1 for none. RPN stage (A sampled anchors): ``rpn_labeled``,
+    ``rpn_pseudo``, ``rpn_oracle`` whether the anchor is positive with the labeled /
+    pseudo-complete / complete cells. Cells per class (C,): ``labeled_cells``,
+    ``pseudo_cells``, ``complete_cells``. The ``*_oracle`` and ``complete_cells`` fields
+    are None without complete labels.
+    """
+    roi_labels: np.ndarray
+    roi_is_gt: np.ndarray
+    roi_scores: np.ndarray
+    roi_pseudo: np.ndarray
+    roi_oracle: Optional[np.ndarray]
+    rpn_labeled: np.ndarray
+    rpn_pseudo: np.ndarray
+    rpn_oracle: Optional[np.ndarray]
+    labeled_cells: np.ndarray
+    pseudo_cells: np.ndarray
+    complete_cells: Optional[np.ndarray]
+
+
+def _concat(images: Sequence[ImageSamples], field: str):
+    values = [getattr(image, field) for image in images]
+    if any(value is None for value in values):
+        return None
+    if field.endswith('_cells'):
+        return np.sum(values, axis=0)
+    return np.concatenate(values)
+
+
+def _share(flags: np.ndarray) -> float:
+    return float(np.mean(flags)) if len(flags) else float('nan')
+
+
+def _ratio(num, den) -> List[Optional[float]]:
+    return [float(n / d) if d else None for n, d in zip(num, den)]
+
+
+def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
+                    delta: float = 0.1, gamma: float = 0.01) -> Dict[str, dict]:
+    """Both estimators (and the oracle, with complete labels) for both stages.
+
+    Returns:
+        dict: ``{'roi': {...}, 'rpn': {...}}``. Per stage the sample counts ``n``,
+        ``n_p`` (labeled positives, per class for the RoIs) and ``n_u``, and one dict per
+        estimator: ``label_frequency`` and ``oracle`` (``priors`` per class for the
+        RoIs, ``prior`` for the RPN, and the label frequencies ``c`` per class and
+        ``c_all``), ``bbe`` (RoIs only: per class ``prior``, ``alpha``, ``z``, ``n_p``
+        (the P scores used), ``q_p``, ``q_u``, ``upper_bound``, ``p_includes_gt``, or
+        ``prior`` None and ``error``).
+        ``oracle`` is None without complete labels.
+    """
+    if not images:
+        raise ValueError('prior estimation: no images')
+    get = {field: _concat(images, field) for field in ImageSamples._fields}
+    labels, is_gt, scores = get['roi_labels'], get['roi_is_gt'], get['roi_scores']
+    if scores.shape[1:] != (num_classes, ):
+        raise ValueError(f'RoI scores have shape {scores.shape}, expected (K, '
+                         f'{num_classes}) for {num_classes} classes')
+    unlabeled = labels < 0
+    n_p = [int((labels == m).sum()) for m in range(num_classes)]
+
+    def roi_shares(assigned, cells):
+        return dict(priors=[_share(assigned == m) for m in range(num_classes)],
+                    c=_ratio(get['labeled_cells'], cells),
+                    c_all=_ratio([get['labeled_cells'].sum()], [cells.sum()])[0])
+
+    bbe = []
+    for m in range(num_classes):
+        positives = labels == m
+        p_includes_gt = not (positives & ~is_gt).any()  # no proposal matched a cell
+        if not p_includes_gt:
+            positives = positives & ~is_gt
+        try:
+            result = best_bin_estimate(scores[positives, m], scores[unlabeled, m],
+                                       delta=delta, gamma=gamma)
+        except ValueError as error:
+            bbe.append(dict(prior=None, error=str(error)))
+            continue
+        bbe.append(dict(prior=prior_from_mixture(result.alpha, n_p[m],
+                                                 int(unlabeled.sum()), n=len(labels)),
+                        alpha=result.alpha, z=result.threshold, q_p=result.q_p,
+                        q_u=result.q_u, n_p=result.n_p, upper_bound=result.upper_bound,
+                        p_includes_gt=p_includes_gt))
+
+    roi = dict(n=len(labels), n_p=n_p, n_u=int(unlabeled.sum()),
+               labeled_cells=get['labeled_cells'].tolist(),
+               pseudo_complete_cells=get['pseudo_cells'].tolist(),
+               label_frequency=roi_shares(get['roi_pseudo'], get['pseudo_cells']),
+               bbe=bbe, oracle=None)
+    rpn_labeled = get['rpn_labeled']
+    all_labeled = get['labeled_cells'].sum()
+    rpn = dict(n=len(rpn_labeled), n_p=int(rpn_labeled.sum()),
+               n_u=int((~rpn_labeled).sum()),
+               label_frequency=dict(prior=_share(get['rpn_pseudo']),
+                                    c_all=_ratio([all_labeled],
+                                                 [get['pseudo_cells'].sum()])[0]),
+               oracle=None)
+    if get['complete_cells'] is not None:
+        roi['complete_cells'] = get['complete_cells'].tolist()
+        roi['oracle'] = roi_shares(get['roi_oracle'], get['complete_cells'])
+        rpn['oracle'] = dict(prior=_share(get['rpn_oracle']),
+                             c_all=_ratio([all_labeled], [get['complete_cells'].sum()])[0])
+    return dict(roi=roi, rpn=rpn)

@@ -1,0 +1,220 @@
+"""The samples each PU stage draws in training, for the prior estimators.
+
+For one batch of incompletely annotated images, :func:`sample_stages` runs a two-stage
+detector (eval mode, no gradients) and reproduces what training samples:
+
+* **RPN**: the anchors of the RPN's prior generator for the image size (valid and, with
+  ``train_cfg.rpn.allowed_border``, inside the image), assigned to the labeled cells and
+  sampled by the config's ``train_cfg.rpn`` assigner and sampler, as
+  ``AnchorHead.get_targets`` does (class-agnostic: every cell is a positive).
+* **RoI head**: the proposals of ``model.train_cfg.rpn_proposal`` (the training
+  proposals), assigned and sampled by ``train_cfg.rcnn`` with the labeled cells (and
+  their own boxes added to the proposals when the sampler adds them), as
+  ``StandardRoIHead.loss`` does, then scored by the RoI head (class probabilities, the
+  activation the head uses at test time).
+
+Each sampled sample is then assigned again, by the same assigner on the same candidates,
+with the pseudo-complete cells (labeled cells + the detector's own detections with
+``score >= score_thr`` after the test NMS, :func:`~.prior_estimation.pseudo_complete`)
+and, when given, with the complete cells: the positives of those assignments are the
+true positives the estimators count (:mod:`.prior_estimation`). Samplers draw at random
+(``torch`` RNG): seed it for repeatable estimates.
+"""
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from mmengine.structures import InstanceData
+from torch import Tensor
+
+from mmdet.models.task_modules.prior_generators import anchor_inside_flags
+from mmdet.models.utils import unpack_gt_instances
+from mmdet.structures.bbox import bbox2roi, get_box_tensor
+
+from .prior_estimation import ImageSamples, pseudo_complete
+
+
+def _cells(instances: InstanceData):
+    """``(bboxes (M, 4) tensor, labels (M,) long tensor)`` of ground-truth instances."""
+    return get_box_tensor(instances.bboxes).float(), instances.labels.long()
+
+
+def _class_counts(labels: Tensor, num_classes: int) -> np.ndarray:
+    return np.bincount(labels.cpu().numpy(), minlength=num_classes)[:num_classes]
+
+
+def assigned_classes(assigner, candidates: Tensor, bboxes: Tensor,
+                     labels: Tensor) -> Tensor:
+    """Class of the cell each candidate box is assigned to, -1 for none (or ignored).
+
+    Args:
+        assigner: an mmdet assigner (e.g. ``MaxIoUAssigner``).
+        candidates: (N, 4) boxes to assign (anchors or proposals).
+        bboxes, labels: (M, 4) cells and their (M,) classes.
+    """
+    classes = candidates.new_full((len(candidates), ), -1, dtype=torch.long)
+    if not len(bboxes) or not len(candidates):
+        return classes
+    result = assigner.assign(InstanceData(priors=candidates),
+                             InstanceData(bboxes=bboxes, labels=labels))
+    positive = result.gt_inds > 0
+    classes[positive] = labels[result.gt_inds[positive] - 1]
+    return classes
+
+
+@torch.no_grad()
+def rpn_samples(rpn_head, anchors: Tensor, valid_flags: Tensor, img_meta: dict,
+                labeled: InstanceData, ignored: Optional[InstanceData],
+                truths: Sequence[Optional[InstanceData]]) -> List[Optional[np.ndarray]]:
+    """Anchors the RPN samples on one image, as ``AnchorHead._get_targets_single``.
+
+    Args:
+        rpn_head: the detector's RPN head (with its ``assigner`` and ``sampler``).
+        anchors, valid_flags: (A, 4) anchors of all levels and their valid flags.
+        img_meta: the image's meta information (``img_shape``).
+        labeled: the labeled cells.
+        ignored: ignored cells (or None).
+        truths: further cell sets (pseudo-complete, complete; None entries are skipped).
+
+    Returns:
+        list: ``[labeled, *truths]`` as (S,) bool arrays over the S sampled anchors:
+        whether the anchor is positive with those cells (None for a None truth).
+    """
+    inside = anchor_inside_flags(anchors, valid_flags, img_meta['img_shape'][:2],
+                                 rpn_head.train_cfg['allowed_border'])
+    candidates = anchors[inside]
+    bboxes, labels = _cells(labeled)
+    agnostic = InstanceData(bboxes=bboxes, labels=torch.zeros_like(labels))
+    pred = InstanceData(priors=candidates)
+    assign_result = rpn_head.assigner.assign(pred, agnostic, ignored)
+    sampling = rpn_head.sampler.sample(assign_result, pred, agnostic)
+    sampled = torch.cat([sampling.pos_inds, sampling.neg_inds])
+    flags = [(torch.arange(len(sampled)) < len(sampling.pos_inds)).numpy()]
+    for truth in truths:
+        if truth is None:
+            flags.append(None)
+            continue
+        bboxes, labels = _cells(truth)
+        classes = assigned_classes(rpn_head.assigner, candidates, bboxes,
+                                   torch.zeros_like(labels))
+        flags.append((classes[sampled] >= 0).cpu().numpy())
+    return flags
+
+
+@torch.no_grad()
+def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
+                labeled: InstanceData, ignored: Optional[InstanceData],
+                truths: Sequence[Optional[InstanceData]]):
+    """RoIs the RoI head samples on one image, as ``StandardRoIHead.loss``, and scores.
+
+    Args:
+        roi_head: the detector's RoI head (``bbox_assigner``, ``bbox_sampler``).
+        feats: the image's multi-level features, each (1, C, H, W).
+        proposals: training proposals (``bboxes``).
+        labeled, ignored: the labeled and ignored cells.
+        truths: further cell sets (None entries are skipped).
+
+    Returns:
+        tuple: ``(labels, is_gt, scores, truth_classes)`` over the K sampled RoIs:
+        (K,) class of the labeled cell of a positive, -1 for unlabeled; (K,) bool, the
+        RoI is a labeled cell's own box; (K, C) class probabilities; per truth the (K,)
+        assigned classes (-1 for none; None for a None truth).
+    """
+    priors = get_box_tensor(proposals.bboxes)
+    pred = InstanceData(priors=priors)
+    bboxes, labels = _cells(labeled)
+    gt = InstanceData(bboxes=bboxes, labels=labels)
+    assign_result = roi_head.bbox_assigner.assign(pred, gt, ignored)
+    sampler = roi_head.bbox_sampler
+    sampling = sampler.sample(assign_result, pred, gt)
+    # the sampler's candidates: the labeled boxes first when it adds them
+    if getattr(sampler, 'add_gt_as_proposals', False) and len(bboxes):
+        candidates = torch.cat([bboxes, priors])
+    else:
+        candidates = priors
+    sampled = torch.cat([sampling.pos_inds, sampling.neg_inds])
+    sampled_labels = torch.cat([sampling.pos_gt_labels.long(),
+                                sampled.new_full((len(sampling.neg_inds), ), -1)])
+    is_gt = torch.cat([sampling.pos_is_gt.bool(),
+                       sampled.new_zeros(len(sampling.neg_inds), dtype=torch.bool)])
+
+    head = roi_head.bbox_head
+    cls_score = roi_head._bbox_forward(feats, bbox2roi([candidates[sampled]]))['cls_score']
+    probs = (head.loss_cls.get_activation(cls_score) if head.custom_cls_channels
+             else F.softmax(cls_score, dim=-1))
+    truth_classes = []
+    for truth in truths:
+        if truth is None:
+            truth_classes.append(None)
+            continue
+        bboxes, labels = _cells(truth)
+        classes = assigned_classes(roi_head.bbox_assigner, candidates, bboxes, labels)
+        truth_classes.append(classes[sampled].cpu().numpy())
+    return (sampled_labels.cpu().numpy(), is_gt.cpu().numpy(),
+            probs[:, :head.num_classes].float().cpu().numpy(), truth_classes)
+
+
+@torch.no_grad()
+def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
+                  complete: Optional[Sequence[InstanceData]] = None) -> List[ImageSamples]:
+    """:class:`~.prior_estimation.ImageSamples` of every image of ``data_batch``.
+
+    Args:
+        model: a two-stage detector with an RPN, built with ``train_cfg`` (its assigners
+            and samplers), in eval mode.
+        data_batch: a collated batch of the data loader (labeled cells as
+            ``gt_instances``); the model's data preprocessor is applied here.
+        score_thr: detections with a lower score are not pseudo-complete cells.
+        complete: per image, the complete cells (``bboxes``, ``labels``) for the oracle.
+    """
+    if not getattr(model, 'with_rpn', False) or model.train_cfg is None:
+        raise ValueError('prior estimation needs a two-stage detector with an RPN, built '
+                         'with model.train_cfg (its rpn / rcnn assigners and samplers)')
+    data = model.data_preprocessor(data_batch, False)
+    samples = data['data_samples']
+    metas = [sample.metainfo for sample in samples]
+    gts, gts_ignored, _ = unpack_gt_instances(samples)
+    if complete is not None and len(complete) != len(samples):
+        raise ValueError(f'{len(complete)} complete annotations for {len(samples)} images')
+    num_classes = model.roi_head.bbox_head.num_classes
+
+    feats = model.extract_feat(data['inputs'])
+    cls_scores, bbox_preds = model.rpn_head(feats)
+    test_proposals = model.rpn_head.predict_by_feat(
+        cls_scores, bbox_preds, batch_img_metas=metas, rescale=False)
+    detections = model.roi_head.predict(feats, test_proposals, samples, rescale=False)
+    proposal_cfg = model.train_cfg.get('rpn_proposal', model.test_cfg.rpn)
+    proposals = model.rpn_head.predict_by_feat(
+        cls_scores, bbox_preds, batch_img_metas=metas, cfg=proposal_cfg, rescale=False)
+    anchors, valid_flags = model.rpn_head.get_anchors(
+        [score.shape[-2:] for score in cls_scores], metas, device=cls_scores[0].device)
+
+    images = []
+    for i, meta in enumerate(metas):
+        bboxes, labels = _cells(gts[i])
+        det = detections[i]
+        kept = det.scores >= score_thr
+        cells, cell_labels, _ = pseudo_complete(
+            bboxes.cpu().numpy(), labels.cpu().numpy(),
+            get_box_tensor(det.bboxes)[kept].cpu().numpy(), det.labels[kept].cpu().numpy())
+        pseudo = InstanceData(bboxes=bboxes.new_tensor(cells),
+                              labels=labels.new_tensor(cell_labels))
+        truth = complete[i] if complete is not None else None
+        ignored = gts_ignored[i] if gts_ignored[i] is not None and len(gts_ignored[i]) \
+            else None
+        rpn_labeled, rpn_pseudo, rpn_oracle = rpn_samples(
+            model.rpn_head, torch.cat(anchors[i]), torch.cat(valid_flags[i]), meta,
+            gts[i], ignored, [pseudo, truth])
+        roi_labels, roi_is_gt, roi_scores, (roi_pseudo, roi_oracle) = roi_samples(
+            model.roi_head, [level[i:i + 1] for level in feats], proposals[i], gts[i],
+            ignored, [pseudo, truth])
+        images.append(ImageSamples(
+            roi_labels=roi_labels, roi_is_gt=roi_is_gt, roi_scores=roi_scores,
+            roi_pseudo=roi_pseudo, roi_oracle=roi_oracle, rpn_labeled=rpn_labeled,
+            rpn_pseudo=rpn_pseudo, rpn_oracle=rpn_oracle,
+            labeled_cells=_class_counts(labels, num_classes),
+            pseudo_cells=np.bincount(cell_labels, minlength=num_classes)[:num_classes],
+            complete_cells=None if truth is None else _class_counts(
+                truth.labels.long(), num_classes)))
+    return images

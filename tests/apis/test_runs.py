@@ -176,14 +176,14 @@ def test_fold_options_point_every_loader_at_the_fold():
 def test_fold_options_of_wrapped_datasets_and_evaluators():
     cfg = dict(
         train_dataloader=dict(dataset=dict(type='RepeatDataset', times=2, dataset=dict(
-            ann_file='/data/x/annotations/fold0/train.json'))),
+            ann_file='data/x/annotations/fold0/train.json'))),
         test_dataloader=dict(dataset=dict(type='ConcatDataset', datasets=[
             dict(ann_file='annotations/fold0/test.json'),
             dict(ann_file='extra/test.json')])),
         test_evaluator=[dict(type='CocoMetric', ann_file='d/annotations/fold0/test.json'),
                         dict(type='CellDetMetric')])
     assert fold_options(cfg, 2) == [
-        'train_dataloader.dataset.dataset.ann_file=/data/x/annotations/fold2/train.json',
+        'train_dataloader.dataset.dataset.ann_file=data/x/annotations/fold2/train.json',
         'test_dataloader.dataset.datasets.0.ann_file=annotations/fold2/test.json',
         'test_evaluator.0.ann_file=d/annotations/fold2/test.json']
 

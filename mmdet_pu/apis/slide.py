@@ -41,12 +41,9 @@ from tqdm import tqdm
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
 from mmdet_pu.engine.runner.tile_merge import merge_tile_predictions, tile_windows
+from mmdet_pu.io.qupath import QuPathObject, default_color, write_geojson
 from .slide_reader import SlideReader, open_slide
 from .tissue import TissueMaskConfig, compute_tissue_mask
-
-#: Colours of classes the config's metainfo gives none for (RGB, cycled).
-DEFAULT_PALETTE = [(220, 20, 60), (0, 130, 200), (60, 180, 75), (255, 225, 25),
-                   (145, 30, 180), (245, 130, 48), (70, 240, 240), (240, 50, 230)]
 
 
 @dataclass
@@ -120,7 +117,8 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     The model gets ``cfg`` (the config) and ``dataset_meta``: ``classes`` and
     ``palette`` of the config's test dataset ``metainfo``, else of its top-level
     ``metainfo``, else of the checkpoint (``class<i>`` names otherwise); classes without
-    a palette entry get :data:`DEFAULT_PALETTE` colours. ``device`` defaults
+    a palette entry get the GeoJSON writer's stable colour of their name
+    (:func:`~mmdet_pu.io.qupath.default_color`). ``device`` defaults
     to ``'cuda'`` when available, else ``'cpu'``.
     """
     cfg = Config.fromfile(str(config))  # imports custom_imports, i.e. registers mmdet_pu
@@ -145,7 +143,7 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
         raise ValueError(f'{config}: metainfo names {len(classes)} classes {classes} but '
                          f'model.roi_head.bbox_head.num_classes is {num_classes}')
     palette = [tuple(int(v) for v in palette[i]) if i < len(palette)
-               else DEFAULT_PALETTE[i % len(DEFAULT_PALETTE)] for i in range(len(classes))]
+               else default_color(name) for i, name in enumerate(classes)]
     model.cfg = cfg
     model.dataset_meta = dict(classes=classes, palette=palette)
     return model.to(device).eval()
@@ -375,7 +373,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         else InputFormat()
     meta = getattr(model, 'dataset_meta', None) or {}
     classes = tuple(meta.get('classes', ('cell', )))
-    palette = list(meta.get('palette') or DEFAULT_PALETTE[:len(classes)])
+    palette = list(meta.get('palette') or [default_color(name) for name in classes])
     with contextlib.ExitStack() as stack:
         reader = slide if isinstance(slide, SlideReader) \
             else stack.enter_context(open_slide(slide))
@@ -469,8 +467,6 @@ def write_slide_outputs(result: SlideResult, out_dir, stem=None) -> Tuple[Path, 
     ``stem`` defaults to the slide's file name without its suffix. Both files are
     written atomically. Returns their paths.
     """
-    from mmdet_pu.io.qupath import QuPathObject, write_geojson
-
     out_dir = Path(out_dir)
     stem = stem or result.path.stem
     cells = [QuPathObject(box=tuple(float(v) for v in box), label=result.classes[label],

@@ -62,7 +62,21 @@ class CellCocoDataset(CocoDataset):
                 f'annotation file {self.ann_file} does not exist. Prepare the dataset '
                 f'first:\n    {self._missing_file_help()}')
         self._annotated_img_ids = set()  # filled by parse_data_info, before deletion
-        return super().load_data_list()
+        data_list = super().load_data_list()
+        self._check_classes()
+        return data_list
+
+    def _check_classes(self):
+        """Every configured class must be a category of the file: CocoDataset would
+        otherwise drop its annotations without a word (e.g. a QuPath import whose
+        classes differ from the config's ``metainfo``)."""
+        classes = tuple(self.metainfo['classes'])
+        if len(self.cat_ids) < len(classes):
+            raise ValueError(
+                f'{self.ann_file}: only {len(self.cat_ids)} of the config\'s classes '
+                f'{classes} are categories of this file (its "categories" list the '
+                'classes it was prepared with); set metainfo.classes and the model\'s '
+                'num_classes to those')
 
     def parse_data_info(self, raw_data_info):
         """Parse one image like CocoDataset, keep cell fields, apply the deletion."""

@@ -146,3 +146,14 @@ def test_trains_with_deletion(tmp_path):
     assert all(len(dataset.get_data_info(i)['instances']) == 1 for i in range(len(dataset)))
     runner.train()
     assert (tmp_path / 'work' / 'iter_2.pth').exists()
+
+
+def test_classes_missing_from_the_file_are_an_error(tmp_path):
+    """A config whose classes are not the file's categories would train on nothing."""
+    ann_file = make_tiny_coco(tmp_path, n_images=1, size=64)  # category 'cell0'
+    cfg = dict(type='CellCocoDataset', data_root=str(tmp_path), ann_file=ann_file,
+               data_prefix=dict(img='images/'), pipeline=[],
+               metainfo=dict(classes=('mitosis', )))
+    with pytest.raises(ValueError, match=r"only 0 of the config's classes \('mitosis',\)"):
+        DATASETS.build(cfg)
+    assert len(DATASETS.build(dict(cfg, metainfo=dict(classes=('cell0', ))))) == 1

@@ -11,19 +11,23 @@ dict(type='TiledTestLoop', ...)`` in the dataset bases); a plain checkpoint is u
 ``--show-dir`` writes TP/FP/FN overlays (``CellOverlayHook``) with the matching settings
 of the config's ``CellDetMetric``.
 
-``--score-thr`` replaces the metric's score threshold (0.5 in the configs, SPEC §6):
+``--score-thr`` replaces the metric's score threshold (0.5 in the paper configs, SPEC §6):
 a number, or ``val`` for the threshold selected on the validation set at the end of
 training (``cell/pu_score_thr`` in ``<checkpoint dir>/cell_metrics/val_per_image.json``,
 written by a ``CellDetMetric`` with ``score_thr_candidates``; see
-:mod:`mmdet_pu.evaluation.score_threshold`).
+:mod:`mmdet_pu.evaluation.score_threshold`). A config can ask for the same with
+``test_evaluator = dict(score_thr='val')`` (the synthetic binary configs do); the
+command line wins over the config.
 """
 import argparse
 import json
+import logging
 import math
 import os
 import os.path as osp
 
 from mmengine.config import DictAction
+from mmengine.logging import print_log
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
@@ -75,28 +79,46 @@ def validation_score_thr(checkpoint):
                     'val_per_image.json')
     if not osp.isfile(dump):
         raise FileNotFoundError(
-            f'--score-thr val: {dump} not found; train with validation and a '
-            'CellDetMetric with score_thr_candidates (configs/_base_/datasets/'
-            '_cell_coco.py) or give a number')
+            f'score threshold "val" (--score-thr or test_evaluator.score_thr): {dump} '
+            'not found; train with validation and a CellDetMetric with '
+            'score_thr_candidates (configs/_base_/datasets/_cell_coco.py), or give a '
+            'number: --score-thr 0.5')
     with open(dump) as f:
         metrics = json.load(f)['metrics']
     value = next((v for k, v in metrics.items() if k.split('/')[-1] == 'pu_score_thr'),
                  None)
     if value is None or math.isnan(value):
-        raise ValueError(f'--score-thr val: {dump} holds no selected threshold '
+        raise ValueError(f'score threshold "val": {dump} holds no selected threshold '
                          '(pu_score_thr): no candidate found a labeled cell')
     return value
+
+
+def config_validation_score_thr(checkpoint, default=0.5):
+    """The validation threshold a config asks for (``test_evaluator.score_thr='val'``).
+
+    As :func:`validation_score_thr`, except that a validation pass in which no candidate
+    found a labeled cell (an untrained detector) falls back to ``default`` (SPEC §6)
+    with a warning instead of failing.
+    """
+    try:
+        return validation_score_thr(checkpoint)
+    except ValueError as error:
+        print_log(f'{error}; testing with score >= {default}', logger='current',
+                  level=logging.WARNING)
+        return default
 
 
 def build_cfg(args):
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.launcher)
     cfg.load_from = args.checkpoint
-    if args.score_thr is not None:
-        thr = (validation_score_thr(args.checkpoint) if args.score_thr == 'val'
-               else float(args.score_thr))
-        evaluators = cfg.test_evaluator
-        for evaluator in evaluators if isinstance(evaluators, list) else [evaluators]:
-            evaluator['score_thr'] = thr
+    evaluators = cfg.test_evaluator
+    for evaluator in evaluators if isinstance(evaluators, list) else [evaluators]:
+        if args.score_thr == 'val':
+            evaluator['score_thr'] = validation_score_thr(args.checkpoint)
+        elif args.score_thr is not None:
+            evaluator['score_thr'] = float(args.score_thr)
+        elif evaluator.get('score_thr') == 'val':
+            evaluator['score_thr'] = config_validation_score_thr(args.checkpoint)
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays
         cfg = trigger_visualization_hook(

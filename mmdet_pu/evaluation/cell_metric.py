@@ -25,6 +25,7 @@ image is reported as NaN.
 """
 import csv
 import json
+import numbers
 import os.path as osp
 from typing import Optional, Sequence
 
@@ -92,10 +93,12 @@ class CellDetMetric(BaseMetric):
     labeled cells found and the detections kept, and reports the candidate that
     maximises Lee & Liu's PU criterion ``recall^2 / detections per image``
     (:mod:`mmdet_pu.evaluation.score_threshold`) as ``cell/pu_score_thr`` (NaN when no
-    candidate finds a labeled cell). ``tools/test.py --score-thr val`` tests with it.
+    candidate finds a labeled cell). ``tools/test.py --score-thr val`` tests with it, as
+    does a test metric configured with ``score_thr='val'`` (resolved by ``tools/test.py``).
 
     Args:
-        score_thr (float): detections with a lower score are discarded. Defaults to 0.5.
+        score_thr (float): detections with a lower score are discarded, in [0, 1].
+            Defaults to 0.5.
         iou_thr (float): a detection matches a ground truth with IoU ``>= iou_thr``.
             Defaults to 0.5.
         radius (float, optional): if set, match by centre distance ``<= radius`` pixels
@@ -134,6 +137,15 @@ class CellDetMetric(BaseMetric):
         super().__init__(collect_device=collect_device, prefix=prefix)
         if not 0 < iou_thr <= 1:
             raise ValueError(f'CellDetMetric: iou_thr must be in (0, 1], got {iou_thr}')
+        if score_thr == 'val':
+            raise ValueError(
+                "CellDetMetric: score_thr='val' is resolved by tools/test.py from the "
+                'validation dump beside the checkpoint; run the test through it, or '
+                'give a number')
+        if isinstance(score_thr, bool) or not isinstance(score_thr, numbers.Real) \
+                or not 0 <= score_thr <= 1:
+            raise ValueError(
+                f'CellDetMetric: score_thr must be a score in [0, 1], got {score_thr!r}')
         if radius is not None and radius <= 0:
             raise ValueError(f'CellDetMetric: radius must be positive, got {radius}')
         if score_thr_candidates is not None:

@@ -224,6 +224,11 @@ def test_bad_arguments_fail_clearly():
         CellDetMetric(iou_thr=0)
     with pytest.raises(ValueError, match='radius'):
         CellDetMetric(radius=-1)
+    with pytest.raises(ValueError, match='score in \\[0, 1\\], got 1.5'):
+        CellDetMetric(score_thr=1.5)
+    # 'val' is for tools/test.py to resolve, never a metric's value
+    with pytest.raises(ValueError, match="score_thr='val' is resolved by tools/test.py"):
+        CellDetMetric(score_thr='val')
     evaluator = Evaluator(CellDetMetric())
     with pytest.raises(RuntimeError, match='dataset_meta'):
         evaluator.process(binary_images()[:1])

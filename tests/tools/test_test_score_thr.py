@@ -9,11 +9,12 @@ from tests.tools import load_tool
 
 test_tool = load_tool('test')
 CONFIG = str(REPO / 'configs' / 'synthetic' / 'synthetic_keep1_pu.py')
+PAPER_CONFIG = str(REPO / 'configs' / 'pu' / 'mitos14_vgg16_keep1_pu.py')
 
 
-def _args(checkpoint, score_thr):
+def _args(checkpoint, score_thr, config=CONFIG):
     return argparse.Namespace(
-        config=CONFIG, checkpoint=str(checkpoint), cfg_options=None, work_dir=None,
+        config=config, checkpoint=str(checkpoint), cfg_options=None, work_dir=None,
         launcher='none', show=False, show_dir=None, score_thr=score_thr)
 
 
@@ -31,8 +32,28 @@ def test_validation_threshold_reaches_the_test_metric(tmp_path):
     assert cfg.val_evaluator.score_thr == 0.5  # only the test metric changes
     cfg = test_tool.build_cfg(_args(tmp_path / 'iter_300.pth', '0.35'))
     assert cfg.test_evaluator.score_thr == 0.35
-    assert test_tool.build_cfg(_args(tmp_path / 'x.pth', None)).test_evaluator.score_thr \
+    paper = test_tool.build_cfg(_args(tmp_path / 'x.pth', None, PAPER_CONFIG))
+    assert paper.test_evaluator.score_thr == 0.5  # SPEC §6
+
+
+def test_config_asks_for_the_validation_threshold(tmp_path):
+    # the synthetic binary configs set test_evaluator.score_thr='val'
+    _write_val_dump(tmp_path, 0.8)
+    cfg = test_tool.build_cfg(_args(tmp_path / 'iter_300.pth', None))
+    assert cfg.test_evaluator.score_thr == 0.8
+    # the command line wins over the config
+    cfg = test_tool.build_cfg(_args(tmp_path / 'iter_300.pth', '0.5'))
+    assert cfg.test_evaluator.score_thr == 0.5
+    with pytest.raises(FileNotFoundError, match='--score-thr 0.5'):
+        test_tool.build_cfg(_args(tmp_path / 'elsewhere' / 'iter_300.pth', None))
+    # a validation pass that found no labeled cell: the config's request falls back to
+    # 0.5, an explicit --score-thr val fails
+    empty = tmp_path / 'untrained'
+    _write_val_dump(empty, None)
+    assert test_tool.build_cfg(_args(empty / 'iter_2.pth', None)).test_evaluator.score_thr \
         == 0.5
+    with pytest.raises(ValueError, match='no selected threshold'):
+        test_tool.build_cfg(_args(empty / 'iter_2.pth', 'val'))
 
 
 def test_missing_or_empty_selection_is_a_clear_error(tmp_path):

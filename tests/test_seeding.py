@@ -49,7 +49,6 @@ def _train(data_root, work_dir, seed):
     _run('tools/train.py', CONFIG, '--work-dir', work_dir, '--cfg-options',
          *[f'{loader}.dataset.data_root={data_root}/' for loader in loaders],
          f'train_cfg.max_iters={ITERS}', f'train_cfg.val_interval={ITERS}',
-         'default_hooks.ema.begin_iter=1',  # the weight average within the 3 iterations
          f'default_hooks.checkpoint.interval={ITERS}', 'default_hooks.logger.interval=1',
          'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
          f'randomness.seed={seed}')

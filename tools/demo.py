@@ -9,8 +9,9 @@
    ``randomness.seed``), ``--jobs`` runs side by side through the scheduler of
    ``tools/repeat.py`` (:mod:`mmdet_pu.apis.runs`): a slot trains a run and then tests
    it, so the tests overlap the other trainings; pi is already chosen
-   (``tools/sweep_prior.py``); one validation pass at the end selects the score
-   threshold of the binary test metric (``test_evaluator.score_thr='val'``);
+   (``tools/sweep_prior.py``); one validation pass at the end selects a score
+   threshold (``cell/pu_score_thr``; the tests use 0.5, SPEC §6, unless
+   ``--cfg-options test_evaluator.score_thr=val``);
 3. evaluates every run once on the whole test images with tiled inference
    (``tools/test.py``, ``TiledTestLoop`` + ``CellDetMetric``); the runs of the first
    seed also paint TP/FP/FN overlays;
@@ -105,21 +106,19 @@ def prepare_data(variant, data_root, num_images):
 def run_options(args):
     """``--cfg-options`` of every run: the data and the iterations.
 
-    Validation runs once, at the end: it selects the score threshold of the binary
-    test metric (``test_evaluator.score_thr='val'``).
+    Validation runs once, at the end: it selects a score threshold with the PU criterion
+    (``cell/pu_score_thr``), which ``--cfg-options test_evaluator.score_thr=val`` tests
+    with instead of 0.5.
     """
     root = args.data_root.rstrip('/') + '/'
     options = [f'{loader}.dataset.data_root={root}'
                for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
     if args.iters:
-        # the learning-rate step of schedules/cpu_short.py stays at 80 % of training,
-        # the weight average (binary configs) starts at a third
+        # the learning-rate step of schedules/cpu_short.py stays at 80 % of training
         options += [f'train_cfg.max_iters={args.iters}',
                     f'train_cfg.val_interval={args.iters}',
                     f'default_hooks.checkpoint.interval={args.iters}',
                     f'param_scheduler.0.milestones=[{max(1, int(0.8 * args.iters))}]']
-        if args.variant == 'binary':  # the configs with the weight average
-            options.append(f'default_hooks.ema.begin_iter={max(1, args.iters // 3)}')
     return options + list(args.cfg_options)
 
 

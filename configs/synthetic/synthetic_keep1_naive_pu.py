@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/schedules/cpu_short.py',
     '../_base_/default_runtime.py',
 ]
-default_hooks = dict(ema=_base_.ema_hook)
 model = dict(
     rpn_head=_base_.rpn_head,
     roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))

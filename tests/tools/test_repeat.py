@@ -32,9 +32,9 @@ def experiment(tmp_path_factory):
                     '--num-images', '4', '--no-progress'], cwd=REPO, check=True,
                    capture_output=True)
     argv = [CONFIG, '--seeds', '0', '1', '--names', 'PU', '--work-dir', str(tmp / 'work'),
-            '--jobs', '2', '--cfg-options', 'train_cfg.max_iters=2', 'default_hooks.ema.begin_iter=1',
+            '--jobs', '2', '--cfg-options', 'train_cfg.max_iters=2',
             'default_hooks.checkpoint.interval=2', 'val_cfg=None', 'val_dataloader=None',
-            'val_evaluator=None', 'test_evaluator.score_thr=0.5', f'train_dataloader.dataset.data_root={data}/',
+            'val_evaluator=None', f'train_dataloader.dataset.data_root={data}/',
             f'test_dataloader.dataset.data_root={data}/']
     proc = cli(*argv)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -16,8 +16,3 @@ train_dataloader = dict(batch_size=4, dataset=dataset_fields)
 val_dataloader = dict(dataset=dataset_fields)
 test_dataloader = dict(dataset=dataset_fields)
 test_cfg = dict(type='TiledTestLoop', tile_size=256, overlap=0, nms_iou=0.3)
-# The test metric counts detections above the threshold that validation selected with the
-# PU criterion (cell/pu_score_thr, ./_cell_coco.py), resolved by tools/test.py from the
-# validation dump beside the checkpoint; the same rule for every method. SPEC §6's fixed
-# 0.5 (the paper configs): --score-thr 0.5. docs/experiments.md, "Closing the gap".
-test_evaluator = dict(score_thr='val')

@@ -99,3 +99,18 @@ randomness = dict(seed=0)
 """
     Path(path).write_text(text + extra)
     return str(path)
+
+
+def pu_model_extra(rpn_prior, roi_prior):
+    """Config text (``write_tiny_config``'s ``extra``) giving the tiny binary model PU
+    losses in both stages: ``PURPNHead`` with ``PULoss(rpn_prior)``, RoI head with
+    ``PULoss(roi_prior)``."""
+    return f"""
+model = dict(
+    rpn_head=dict(type='PURPNHead',
+                  loss_cls=dict(_delete_=True, type='PULoss', prior={rpn_prior},
+                                use_sigmoid=True)),
+    roi_head=dict(bbox_head=dict(num_classes=1,
+                                 loss_cls=dict(_delete_=True, type='PULoss',
+                                               prior={roi_prior}))))
+"""

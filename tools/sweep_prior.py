@@ -4,7 +4,8 @@ Usage::
 
     python tools/sweep_prior.py CONFIG (--values V [V ...] | --range START STOP STEP
         | --estimate FILE.json [--width W] [--num N])
-        [--key KEY [--key KEY ...]] [--work-dir DIR] [--dry-run] [--force]
+        [--select recall|pu] [--band B] [--key KEY [--key KEY ...]] [--work-dir DIR]
+        [--dry-run] [--force]
         [--cfg-options k=v ...]
 
 For every candidate value one model is trained with ``tools/train.py CONFIG --work-dir
@@ -12,8 +13,9 @@ DIR/prior_<value> --cfg-options KEY=<value> ...`` (every ``--key`` set to the va
 Training ends with a validation pass (mmengine validates after the last iteration or
 epoch whenever the config has a val loop), in which ``CellDetMetric`` writes
 ``DIR/prior_<value>/cell_metrics/val_per_image.json``. The value with the best validation
-**average recall** (``cell/avg_recall``, the mean over images and classes) is chosen:
-precision is meaningless when validation labels are incomplete (Section 2.3). Exact ties
+**average recall** (``cell/avg_recall``, the mean over images and classes) is chosen,
+as in the paper: precision is meaningless when validation labels are incomplete
+(Section 2.3). Exact ties
 go to the smaller prior: a larger prior makes the detector bolder, trading precision,
 which validation cannot measure, for recall.
 
@@ -37,19 +39,42 @@ synthetic sweep) and 0.028 / 0.035 / 0.042 around 0.035 (the paper's MITOS step 
 0.005). The estimate's other options (the estimated RPN prior, where the RPN has a
 prior of its own) are passed to every run before ``--cfg-options``, which can override
 them, and are kept in ``chosen.json``; the key the estimate is for must be among the
-swept keys.
+swept keys. ``--values`` adds values to that grid: ``--estimate FILE.json --num 1
+--values P0 --select pu``, where P0 is the provisional prior whose run the estimate was
+made from (already in the work dir, so it is reused), trains once more, with the
+estimate, and keeps the better of the two by the PU criterion: two trainings in all
+(docs/experiments.md, "Training with the estimate"). A reused run keeps the options it
+was trained with; ``chosen.json`` lists the estimate's options all the same.
 
 Runs are sequential. ``--dry-run`` prints one training command per value instead (for
 a cluster scheduler); once those jobs have finished, the same command without
 ``--dry-run`` collects their results: a value whose ``val_per_image.json`` exists is
 not trained again (unless ``--force``).
 
-Outputs in the work dir: ``sweep.csv`` (one row per value), ``sweep.png`` (validation
-recall, precision and F1 against the prior) and ``chosen.json`` (the chosen value, its
-keys, metrics, run dir and checkpoint).
+``--select pu`` chooses instead by Lee & Liu's criterion r^2 / Pr[f(x) = 1] (ICML 2003;
+``mmdet_pu/evaluation/score_threshold.py``), computed from the same validation pass at
+its score threshold: r is the recall of the labeled cells and Pr[f(x) = 1] the
+detections per image, so the criterion grows with r * precision without knowing how
+many cells are unannotated (with several classes: each class's criterion divided by
+its maximum over the values, then the mean; ties go to the smaller prior). Recall alone
+cannot see the false positives of a bolder detector and keeps rising with the prior;
+the criterion can (docs/experiments.md, "Training with the estimate"). The default,
+``--select recall``, is the paper's.
+
+The **recall band** is the set of values whose validation average recall is within
+``--band`` (default 0.02) of the best: the priors the validation data cannot tell
+apart from the chosen one. Its lowest and highest value bound the range in which an
+estimate of the prior counts as agreeing with the sweep; with ``--estimate`` the tool
+says whether the estimate lies in it.
+
+Outputs in the work dir (each written atomically): ``sweep.csv`` (one row per value),
+``sweep.png`` (validation recall, precision and F1 against the prior) and
+``chosen.json`` (the chosen value, its keys, metrics, run dir and checkpoint, the recall
+band and, with ``--estimate``, the estimate and whether it lies in the band).
 """
 import argparse
 import csv
+import io
 import json
 import math
 import os
@@ -62,29 +87,40 @@ import numpy as np
 from mmengine.config import Config, DictAction
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
+from mmdet_pu.apis.runs import write_atomic
+from mmdet_pu.evaluation.score_threshold import pu_threshold_criterion, select_score_thr
 
 TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
 SELECTION_METRIC = 'avg_recall'
+SELECTIONS = {'recall': f'cell/{SELECTION_METRIC} on the validation set',
+              'pu': "Lee & Liu's r^2 / Pr[f(x) = 1] on the validation set"}
 COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
            'pooled_f1')
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Select the class prior by validation average recall',
+        description='Select the class prior on the validation set',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument('config', help='experiment config file')
-    grid = parser.add_mutually_exclusive_group(required=True)
-    grid.add_argument('--values', type=float, nargs='+', help='candidate priors')
+    grid = parser.add_mutually_exclusive_group()
+    grid.add_argument('--values', type=float, nargs='+', help='candidate priors (with '
+                      '--estimate: added to its values)')
     grid.add_argument('--range', type=float, nargs=3, metavar=('START', 'STOP', 'STEP'),
                       help='candidates START, START+STEP, ..., STOP (inclusive)')
-    grid.add_argument('--estimate', metavar='FILE.json',
-                      help='sweep narrowly around the prior estimated by '
-                      'tools/estimate_prior.py (its --out file)')
+    parser.add_argument('--estimate', metavar='FILE.json',
+                        help='sweep narrowly around the prior estimated by '
+                        'tools/estimate_prior.py (its --out file)')
     parser.add_argument('--width', type=float, help='with --estimate: relative spacing '
                         'of the values (default 0.2)')
     parser.add_argument('--num', type=int, help='with --estimate: number of values '
                         '(default 3)')
+    parser.add_argument('--select', choices=tuple(SELECTIONS), default='recall',
+                        help='selection criterion: validation average recall (the '
+                        "paper's, default) or Lee & Liu's PU criterion")
+    parser.add_argument('--band', type=float, default=0.02,
+                        help='recall band: values whose validation average recall is '
+                        'within BAND of the best (default 0.02)')
     parser.add_argument('--key', action='append', dest='keys', metavar='KEY',
                         help='config key holding the prior (repeatable); default: '
                         'found in the config, see below')
@@ -98,8 +134,14 @@ def parse_args(argv=None):
                         help='passed to every training run (and used to read the '
                         'config here)')
     args = parser.parse_args(argv)
+    if args.estimate is None and args.values is None and args.range is None:
+        parser.error('give the candidates: --values, --range or --estimate')
+    if args.estimate is not None and args.range is not None:
+        parser.error('--range and --estimate do not combine (--values does)')
     if args.estimate is None and (args.width is not None or args.num is not None):
         parser.error('--width and --num need --estimate')
+    if not 0 <= args.band < 1:
+        parser.error(f'--band {args.band}: expected 0 <= BAND < 1')
     args.width = 0.2 if args.width is None else args.width
     args.num = 3 if args.num is None else args.num
     if args.work_dir is None:
@@ -201,7 +243,12 @@ def train_command(config, run_dir, keys, value, cfg_options):
 
 
 def read_val_metrics(run_dir):
-    """Summary metrics of the run's last validation, or None if it has none yet."""
+    """Summary metrics of the run's last validation, or None if it has none yet.
+
+    Also ``counts``: per class the labeled cells matched (``tp``), the detections
+    (``detections``) and the labeled cells (``num_gt``), summed over the validation
+    images, and ``num_images``: what Lee & Liu's criterion needs.
+    """
     path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
     if not osp.exists(path):
         return None
@@ -209,7 +256,13 @@ def read_val_metrics(run_dir):
         report = json.load(f)
     head = f'{report["prefix"]}/' if report.get('prefix') else ''
     values = {k: report['metrics'][head + k] for k in COLUMNS}
-    return {k: float('nan') if v is None else float(v) for k, v in values.items()}
+    metrics = {k: float('nan') if v is None else float(v) for k, v in values.items()}
+    images = report['images']
+    tp, fp, fn = (np.array([image[k] for image in images], dtype=np.int64).reshape(
+        len(images), -1).sum(axis=0) for k in ('tp', 'fp', 'fn'))
+    metrics['counts'] = dict(tp=tp, detections=tp + fp, num_gt=tp + fn,
+                             num_images=len(images))
+    return metrics
 
 
 def last_checkpoint(run_dir):
@@ -228,12 +281,63 @@ def choose(rows):
     return min(rows, key=rank)
 
 
+def choose_by_pu_criterion(rows):
+    """The row with the best Lee & Liu criterion; sets every row's ``pu_criterion``.
+
+    ``pu_criterion`` is the mean over the classes with labeled cells of r^2 / Pr[f(x)=1]
+    divided by the class's maximum over the rows (1 for the best value of a class).
+    Ties go to the smaller prior.
+    """
+    rows = sorted(rows, key=lambda row: row['prior'])
+    counts = [row['counts'] for row in rows]
+    num_gt, num_images = counts[0]['num_gt'], counts[0]['num_images']
+    for row, count in zip(rows, counts):
+        if not np.array_equal(count['num_gt'], num_gt) or \
+                count['num_images'] != num_images:
+            raise ValueError(
+                f'{row["run_dir"]}: validated on {count["num_images"]} images with '
+                f'{count["num_gt"].tolist()} labeled cells per class, '
+                f'{rows[0]["run_dir"]} on {num_images} with {num_gt.tolist()}; the PU '
+                'criterion compares runs on the same validation labels only')
+    criterion = pu_threshold_criterion(
+        np.stack([c['tp'] for c in counts], axis=1),
+        np.stack([c['detections'] for c in counts], axis=1), num_gt, num_images)
+    best = np.nanmax(criterion, axis=1, initial=0.0)
+    valid = best > 0
+    if not valid.any():
+        raise RuntimeError('no run detects a labeled validation cell: the PU criterion '
+                           'cannot choose (see the runs\' validation results)')
+    normalised = (criterion[valid] / best[valid, None]).mean(axis=0)
+    for row, value in zip(rows, normalised):
+        row['pu_criterion'] = float(value)
+    prior = select_score_thr([row['prior'] for row in rows], criterion)
+    return next(row for row in rows if row['prior'] == prior)
+
+
+def recall_band(rows, band):
+    """The values whose validation average recall is within ``band`` of the best.
+
+    Returns a dict with the ``tolerance``, the best ``recall``, the ``values`` in the
+    band (sorted) and its ``low`` and ``high`` ends. A value without a recall (NaN) is
+    never in it.
+    """
+    recalls = [row[SELECTION_METRIC] for row in rows]
+    best = max((r for r in recalls if not math.isnan(r)), default=math.nan)
+    values = sorted(row['prior'] for row in rows
+                    if not math.isnan(row[SELECTION_METRIC])
+                    and row[SELECTION_METRIC] >= best - band - 1e-12)
+    return dict(tolerance=band, recall=None if math.isnan(best) else best, values=values,
+                low=values[0] if values else None, high=values[-1] if values else None)
+
+
 def write_csv(path, rows):
-    with open(path, 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=['prior', *COLUMNS, 'run_dir'])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: row[k] for k in ['prior', *COLUMNS, 'run_dir']})
+    fields = ['prior', *COLUMNS] + (['pu_criterion'] if 'pu_criterion' in rows[0] else [])
+    text = io.StringIO(newline='')
+    writer = csv.DictWriter(text, fieldnames=[*fields, 'run_dir'])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row[k] for k in [*fields, 'run_dir']})
+    write_atomic(path, text.getvalue())
 
 
 def plot(path, rows, chosen, keys):
@@ -255,16 +359,19 @@ def plot(path, rows, chosen, keys):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format='png', dpi=120)
     plt.close(fig)
+    write_atomic(path, png.getvalue())
 
 
 def main(argv=None):
     args = parse_args(argv)
-    fixed = []
+    fixed, center = [], None
     if args.estimate:
         center, estimate_key, fixed = read_estimate(args.estimate)
-        grid = candidate_values(narrow_grid(center, args.width, args.num))
+        grid = candidate_values(sorted(set(
+            narrow_grid(center, args.width, args.num) + (args.values or []))))
         args.cfg_options = fixed + args.cfg_options
         print(f'[sweep] around the estimate {center:g} of {args.estimate}: {grid}',
               file=sys.stderr)
@@ -303,23 +410,37 @@ def main(argv=None):
             print(f'[sweep] prior {value:g}: reusing the results in {run_dir}')
         rows.append(dict(prior=value, run_dir=run_dir, **metrics))
 
-    chosen = choose(rows)
+    chosen = choose(rows) if args.select == 'recall' else choose_by_pu_criterion(rows)
+    band = recall_band(rows, args.band)
     os.makedirs(args.work_dir, exist_ok=True)
     write_csv(osp.join(args.work_dir, 'sweep.csv'), rows)
     plot(osp.join(args.work_dir, 'sweep.png'), rows, chosen, keys)
     summary = dict(
         prior=chosen['prior'], keys=keys,
-        selected_by=f'cell/{SELECTION_METRIC} on the validation set',
+        selected_by=SELECTIONS[args.select],
         metrics={k: (None if math.isnan(chosen[k]) else chosen[k]) for k in COLUMNS},
         run_dir=chosen['run_dir'], checkpoint=last_checkpoint(chosen['run_dir']),
-        cfg_options=fixed + [f'{key}={chosen["prior"]!r}' for key in keys])
-    with open(osp.join(args.work_dir, 'chosen.json'), 'w') as f:
-        json.dump(summary, f, indent=1)
+        cfg_options=fixed + [f'{key}={chosen["prior"]!r}' for key in keys],
+        band=band)
+    if args.select == 'pu':
+        summary['pu_criterion'] = {f'{row["prior"]:g}': row['pu_criterion'] for row in rows}
+    if center is not None:
+        summary['estimate'] = dict(prior=center, file=args.estimate, in_band=(
+            band['low'] is not None and band['low'] <= center <= band['high']))
+    write_atomic(osp.join(args.work_dir, 'chosen.json'), json.dumps(summary, indent=1))
     for row in rows:
         print(f'[sweep] prior {row["prior"]:g}: ' + ', '.join(
-            f'{k}={row[k]:.4f}' for k in COLUMNS))
-    print(f'[sweep] chosen prior {chosen["prior"]:g} ({SELECTION_METRIC} '
-          f'{chosen[SELECTION_METRIC]:.4f}); see {args.work_dir}/chosen.json')
+            f'{k}={row[k]:.4f}' for k in COLUMNS + (('pu_criterion',) if args.select
+                                                     == 'pu' else ())))
+    print(f'[sweep] chosen prior {chosen["prior"]:g} by {SELECTIONS[args.select]} '
+          f'({SELECTION_METRIC} {chosen[SELECTION_METRIC]:.4f}); see '
+          f'{args.work_dir}/chosen.json')
+    if band['values']:
+        print(f'[sweep] recall band (within {args.band:g} of the best): '
+              f'{band["low"]:g} to {band["high"]:g} {band["values"]}')
+    if center is not None:
+        where = 'inside' if summary['estimate']['in_band'] else 'outside'
+        print(f'[sweep] the estimate {center:g} lies {where} the recall band')
     return summary
 
 

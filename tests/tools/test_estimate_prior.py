@@ -6,19 +6,14 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from mmdet_pu.apis.prior_keys import ROI_PRIOR_KEY, RPN_PRIOR_KEY, stage_prior_keys
-from tests._data import REPO, make_tiny_coco, write_tiny_config
+from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 from tests.tools import load_tool
 
 estimate = load_tool('estimate_prior')
 CONFIGS = REPO / 'configs'
 
 # PU losses, and the val/train data as CellCocoDataset with one labeled cell per image
-EXTRA = """
-model = dict(
-    rpn_head=dict(type='PURPNHead',
-                  loss_cls=dict(_delete_=True, type='PULoss', prior=0.05, use_sigmoid=True)),
-    roi_head=dict(bbox_head=dict(num_classes=1,
-                                 loss_cls=dict(_delete_=True, type='PULoss', prior=0.3))))
+EXTRA = pu_model_extra(0.05, 0.3) + """
 deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
 train_dataloader['dataset'].update(type='CellCocoDataset', deletion=deletion)
 val_dataloader['dataset'].update(type='CellCocoDataset', deletion=deletion)

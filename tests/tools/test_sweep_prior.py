@@ -4,23 +4,17 @@ import json
 import math
 import os
 
+import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
 
-from tests._data import REPO, make_tiny_coco, write_tiny_config
+from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 from tests.tools import load_tool
 
 sweep = load_tool('sweep_prior')
 
-PU_EXTRA = """
-model = dict(
-    rpn_head=dict(type='PURPNHead',
-                  loss_cls=dict(_delete_=True, type='PULoss', prior=0.3, use_sigmoid=True)),
-    roi_head=dict(bbox_head=dict(num_classes=1,
-                                 loss_cls=dict(_delete_=True, type='PULoss', prior=0.3))))
-val_evaluator = dict(type='CellDetMetric')
-"""
+PU_EXTRA = pu_model_extra(0.3, 0.3) + "val_evaluator = dict(type='CellDetMetric')\n"
 PU_KEYS = ['model.rpn_head.loss_cls.prior', 'model.roi_head.bbox_head.loss_cls.prior']
 
 
@@ -83,6 +77,50 @@ def test_choice_by_average_recall_ties_to_smaller_prior():
     assert sweep.choose(rows)['prior'] == 0.1
 
 
+def _counts(tp, detections, num_gt, num_images=10):
+    return dict(tp=np.array(tp), detections=np.array(detections), num_gt=np.array(num_gt),
+                num_images=num_images)
+
+
+def test_pu_criterion_sees_the_false_positives_that_recall_cannot():
+    # a bolder detector finds one more labeled cell but doubles its detections
+    rows = [dict(prior=0.4, run_dir='b', counts=_counts([20], [400], [20])),
+            dict(prior=0.25, run_dir='a', counts=_counts([19], [200], [20]))]
+    assert sweep.choose([dict(r, avg_recall=r['counts']['tp'][0] / 20) for r in rows]
+                        )['prior'] == 0.4
+    chosen = sweep.choose_by_pu_criterion(rows)
+    # r^2 / rate: 0.95^2 / 20 = 0.0451 against 1 / 40 = 0.025
+    assert chosen['prior'] == 0.25
+    assert rows[1]['pu_criterion'] == 1.0
+    assert rows[0]['pu_criterion'] == pytest.approx(0.025 / 0.045125)
+    # classes count equally: each is divided by its best value, then averaged
+    two = [dict(prior=0.1, run_dir='a', counts=_counts([10, 1], [100, 10], [10, 10])),
+           dict(prior=0.2, run_dir='b', counts=_counts([9, 2], [100, 10], [10, 10]))]
+    assert sweep.choose_by_pu_criterion(two)['prior'] == 0.2  # (0.81 + 1) vs (1 + 0.25)
+    # equal criteria: the smaller prior
+    tie = [dict(prior=p, run_dir=str(p), counts=_counts([5], [50], [10])) for p in (0.3, 0.2)]
+    assert sweep.choose_by_pu_criterion(tie)['prior'] == 0.2
+    with pytest.raises(ValueError, match='same validation labels'):
+        sweep.choose_by_pu_criterion([rows[0], dict(rows[1], counts=_counts([5], [9], [21]))])
+    with pytest.raises(RuntimeError, match='no run detects a labeled'):
+        sweep.choose_by_pu_criterion([dict(prior=0.1, run_dir='a',
+                                           counts=_counts([0], [5], [20]))])
+
+
+def test_recall_band_holds_the_values_validation_cannot_tell_apart():
+    rows = [dict(prior=0.1, avg_recall=0.70), dict(prior=0.2, avg_recall=0.96),
+            dict(prior=0.3, avg_recall=0.98), dict(prior=0.4, avg_recall=0.975),
+            dict(prior=0.05, avg_recall=math.nan)]
+    band = sweep.recall_band(rows, 0.02)
+    assert band['values'] == [0.2, 0.3, 0.4]
+    assert (band['low'], band['high'], band['recall']) == (0.2, 0.4, 0.98)
+    assert sweep.recall_band(rows, 0)['values'] == [0.3]
+    empty = sweep.recall_band([dict(prior=0.1, avg_recall=math.nan)], 0.02)
+    assert empty['values'] == [] and empty['low'] is None and empty['recall'] is None
+    with pytest.raises(SystemExit):
+        sweep.parse_args(['x.py', '--values', '0.1', '--band', '-0.1'])
+
+
 def test_dry_run_prints_one_command_per_value(tmp_path, capsys):
     config = tiny_config(tmp_path)
     sweep.main([config, '--values', '0.1', '0.2', '--work-dir', str(tmp_path / 'sw'),
@@ -120,10 +158,31 @@ def test_tiny_sweep_trains_validates_and_chooses(tmp_path, monkeypatch):
         assert state['roi_head.bbox_head.loss_cls.prior'].item() == pytest.approx(value)
     assert chosen['checkpoint'].endswith('iter_2.pth')
 
-    # a second call reuses the finished runs instead of training again
+    recalls = {float(r['prior']): float(r['avg_recall']) for r in rows}
+    assert chosen['band']['values'] == sorted(
+        v for v, r in recalls.items() if r >= max(recalls.values()) - 0.02)
+
+    # a second call reuses the finished runs instead of training again; an estimate of
+    # 0.25 (--num 1 trains it too) lies in a band that takes every value
     mtime = (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime
-    sweep.main([config, '--values', '0.1', '0.4', '--work-dir', str(work_dir)])
+    estimate = _estimate_file(tmp_path / 'estimate.json')
+    summary = sweep.main([config, '--estimate', estimate, '--num', '1', '--values', '0.1',
+                          '0.4', '--band', '0.999', '--work-dir', str(work_dir)])
     assert (work_dir / 'prior_0.1' / 'iter_2.pth').stat().st_mtime == mtime
+    assert summary['band']['values'] == [0.1, 0.25, 0.4]
+    assert (work_dir / 'prior_0.25' / 'iter_2.pth').exists()
+    assert summary['estimate'] == dict(prior=0.25, file=estimate, in_band=True)
+    assert json.loads((work_dir / 'chosen.json').read_text())['estimate']['in_band']
+
+    # the same runs chosen by the PU criterion, from the validation counts
+    summary = sweep.main([config, '--values', '0.1', '0.4', '--select', 'pu',
+                          '--work-dir', str(work_dir)])
+    assert summary['selected_by'].startswith("Lee & Liu's")
+    criterion = summary['pu_criterion']
+    assert set(criterion) == {'0.1', '0.4'} and max(criterion.values()) == 1.0
+    assert criterion[f'{summary["prior"]:g}'] == 1.0
+    rows = list(csv.DictReader(open(work_dir / 'sweep.csv')))
+    assert [float(r['pu_criterion']) for r in rows] == [criterion['0.1'], criterion['0.4']]
 
 
 def test_narrow_grid_around_an_estimate():
@@ -137,6 +196,9 @@ def test_narrow_grid_around_an_estimate():
         sweep.narrow_grid(1.2)
     with pytest.raises(SystemExit):
         sweep.parse_args(['x.py', '--values', '0.1', '--width', '0.1'])
+    for args in ([], ['--estimate', 'e.json', '--range', '0.1', '0.2', '0.1']):
+        with pytest.raises(SystemExit):
+            sweep.parse_args(['x.py', *args])
 
 
 def _estimate_file(path, key='model.roi_head.bbox_head.loss_cls.prior', prior=0.25):

@@ -41,6 +41,13 @@ RPN values) and ``cfg_options``, the options that train with the recommended val
 FILE.json`` sweeps narrowly around them). The RPN value is in ``cfg_options`` only when
 the RPN has a prior of its own: a ``PriorUpdateHook`` with ``update_rpn_prior=True``
 sets it to the sum of the class priors, and a note says how to override that.
+
+The estimate is the share of cells among the sampled RoIs, the prior under which the PU
+risk is unbiased. On the synthetic tasks, training with it alone made the detector bold
+and lost test F1 against the swept prior; ``tools/sweep_prior.py CONFIG --estimate
+FILE.json --num 1 --values P0 --select pu`` trains with it and keeps the better of it
+and the provisional prior P0 by Lee & Liu's PU criterion (docs/experiments.md,
+"Training with the estimate").
 """
 import argparse
 import json

@@ -15,9 +15,8 @@ epoch whenever the config has a val loop), in which ``CellDetMetric`` writes
 ``DIR/prior_<value>/cell_metrics/val_per_image.json``. The value with the best validation
 **average recall** (``cell/avg_recall``, the mean over images and classes) is chosen,
 as in the paper: precision is meaningless when validation labels are incomplete
-(Section 2.3). Exact ties
-go to the smaller prior: a larger prior makes the detector bolder, trading precision,
-which validation cannot measure, for recall.
+(Section 2.3). Exact ties go to the smaller prior: a larger prior makes the detector
+bolder, trading precision, which validation cannot measure, for recall.
 
 Keys holding pi (docs/design.md): ``model.rpn_head.loss_cls.prior`` and
 ``model.roi_head.bbox_head.loss_cls.prior`` (binary PULoss) and

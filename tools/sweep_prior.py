@@ -43,7 +43,8 @@ swept keys. ``--values`` adds values to that grid: ``--estimate FILE.json --num 
 made from (already in the work dir, so it is reused), trains once more, with the
 estimate, and keeps the better of the two by the PU criterion: two trainings in all
 (docs/experiments.md, "Training with the estimate"). A reused run keeps the options it
-was trained with; ``chosen.json`` lists the estimate's options all the same.
+was trained with, and ``chosen.json`` gives those of the chosen run (read from the
+config that mmengine dumped in its folder).
 
 Runs are sequential. ``--dry-run`` prints one training command per value instead (for
 a cluster scheduler); once those jobs have finished, the same command without
@@ -264,6 +265,18 @@ def read_val_metrics(run_dir):
     return metrics
 
 
+def trained_options(run_dir, config, options):
+    """``options`` (``key=value``) with the values the run in ``run_dir`` was trained
+    with, read from the config that mmengine dumped there; ``options`` unchanged when
+    there is no dump (a run trained elsewhere)."""
+    dump = osp.join(run_dir, osp.basename(config))
+    if not options or not osp.exists(dump):
+        return list(options)
+    cfg = Config.fromfile(dump)
+    return [f'{key}={get_key(cfg, key)!r}'
+            for key in (option.split('=', 1)[0] for option in options)]
+
+
 def last_checkpoint(run_dir):
     path = osp.join(run_dir, 'last_checkpoint')
     if not osp.exists(path):
@@ -419,7 +432,8 @@ def main(argv=None):
         selected_by=SELECTIONS[args.select],
         metrics={k: (None if math.isnan(chosen[k]) else chosen[k]) for k in COLUMNS},
         run_dir=chosen['run_dir'], checkpoint=last_checkpoint(chosen['run_dir']),
-        cfg_options=fixed + [f'{key}={chosen["prior"]!r}' for key in keys],
+        cfg_options=trained_options(chosen['run_dir'], args.config, fixed)
+        + [f'{key}={chosen["prior"]!r}' for key in keys],
         band=band)
     if args.select == 'pu':
         summary['pu_criterion'] = {f'{row["prior"]:g}': row['pu_criterion'] for row in rows}

@@ -172,6 +172,16 @@ def test_tiny_sweep_trains_validates_and_chooses(tmp_path, monkeypatch):
     assert summary['band']['values'] == [0.1, 0.25, 0.4]
     assert (work_dir / 'prior_0.25' / 'iter_2.pth').exists()
     assert summary['estimate'] == dict(prior=0.25, file=estimate, in_band=True)
+    # the options the chosen run was trained with: the estimate's RPN prior only for
+    # the run trained in this call, the tied prior for the reused ones
+    option = ['model.rpn_head.loss_cls.prior=0.0061']
+    for value, trained in ((0.1, 0.1), (0.25, 0.0061), (0.4, 0.4)):
+        assert sweep.trained_options(str(work_dir / f'prior_{value:g}'), config, option) \
+            == [f'model.rpn_head.loss_cls.prior={trained!r}']
+    assert sweep.trained_options(str(tmp_path / 'data'), config, option) == option  # no dump
+    rpn = 0.0061 if summary['prior'] == 0.25 else summary['prior']
+    assert summary['cfg_options'] == [f'model.rpn_head.loss_cls.prior={rpn!r}',
+                                      f'{PU_KEYS[1]}={summary["prior"]!r}']
     assert json.loads((work_dir / 'chosen.json').read_text())['estimate']['in_band']
 
     # the same runs chosen by the PU criterion, from the validation counts

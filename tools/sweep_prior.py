@@ -88,7 +88,7 @@ from mmengine.config import Config, DictAction
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
 from mmdet_pu.apis.runs import write_atomic
-from mmdet_pu.evaluation.score_threshold import pu_threshold_criterion, select_score_thr
+from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
 
 TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
 SELECTION_METRIC = 'avg_recall'
@@ -246,8 +246,9 @@ def read_val_metrics(run_dir):
     """Summary metrics of the run's last validation, or None if it has none yet.
 
     Also ``counts``: per class the labeled cells matched (``tp``), the detections
-    (``detections``) and the labeled cells (``num_gt``), summed over the validation
-    images, and ``num_images``: what Lee & Liu's criterion needs.
+    (``detections``) and the labeled cells (``num_gt``) over the validation images (the
+    metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
+    criterion needs.
     """
     path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
     if not osp.exists(path):
@@ -257,11 +258,11 @@ def read_val_metrics(run_dir):
     head = f'{report["prefix"]}/' if report.get('prefix') else ''
     values = {k: report['metrics'][head + k] for k in COLUMNS}
     metrics = {k: float('nan') if v is None else float(v) for k, v in values.items()}
-    images = report['images']
-    tp, fp, fn = (np.array([image[k] for image in images], dtype=np.int64).reshape(
-        len(images), -1).sum(axis=0) for k in ('tp', 'fp', 'fn'))
+    tp, fp, fn = (np.array([report['metrics'][f'{head}{name}/{k}']
+                            for name in report['classes']], dtype=np.int64)
+                  for k in ('tp', 'fp', 'fn'))
     metrics['counts'] = dict(tp=tp, detections=tp + fp, num_gt=tp + fn,
-                             num_images=len(images))
+                             num_images=len(report['images']))
     return metrics
 
 
@@ -311,19 +312,15 @@ def choose_by_pu_criterion(rows):
                 f'{count["num_gt"].tolist()} labeled cells per class, '
                 f'{rows[0]["run_dir"]} on {num_images} with {num_gt.tolist()}; the PU '
                 'criterion compares runs on the same validation labels only')
-    criterion = pu_threshold_criterion(
+    scores = normalised_criterion(pu_threshold_criterion(
         np.stack([c['tp'] for c in counts], axis=1),
-        np.stack([c['detections'] for c in counts], axis=1), num_gt, num_images)
-    best = np.nanmax(criterion, axis=1, initial=0.0)
-    valid = best > 0
-    if not valid.any():
+        np.stack([c['detections'] for c in counts], axis=1), num_gt, num_images))
+    if scores is None:
         raise RuntimeError('no run detects a labeled validation cell: the PU criterion '
                            'cannot choose (see the runs\' validation results)')
-    normalised = (criterion[valid] / best[valid, None]).mean(axis=0)
-    for row, value in zip(rows, normalised):
+    for row, value in zip(rows, scores):
         row['pu_criterion'] = float(value)
-    prior = select_score_thr([row['prior'] for row in rows], criterion)
-    return next(row for row in rows if row['prior'] == prior)
+    return rows[int(np.argmax(scores))]
 
 
 def recall_band(rows, band):

@@ -50,8 +50,10 @@ def pu_threshold_criterion(tp: np.ndarray, detections: np.ndarray, num_gt: np.nd
     return criterion
 
 
-def select_score_thr(candidates: Sequence[float], criterion: np.ndarray) -> Optional[float]:
-    """The candidate with the largest mean of the per-class normalised criterion.
+def normalised_criterion(criterion: np.ndarray) -> Optional[np.ndarray]:
+    """``(T,)`` per candidate: the mean over the classes with a positive criterion of
+    each class's criterion divided by its maximum over the candidates (1 = the best
+    candidate of every class).
 
     Returns None when no class has a detection that matches a labeled cell at any
     candidate (the criterion is 0 everywhere): nothing to choose from.
@@ -61,5 +63,13 @@ def select_score_thr(candidates: Sequence[float], criterion: np.ndarray) -> Opti
     valid = best > 0
     if not valid.any():
         return None
-    normalised = criterion[valid] / best[valid, None]
-    return float(candidates[int(np.argmax(normalised.mean(axis=0)))])
+    return (criterion[valid] / best[valid, None]).mean(axis=0)
+
+
+def select_score_thr(candidates: Sequence[float], criterion: np.ndarray) -> Optional[float]:
+    """The candidate with the largest :func:`normalised_criterion` (the first on ties).
+
+    Returns None when there is nothing to choose from (see there).
+    """
+    scores = normalised_criterion(criterion)
+    return None if scores is None else float(candidates[int(np.argmax(scores))])

@@ -12,9 +12,11 @@ in ``TiledTestLoop``); windows without tissue are skipped. A reader thread reads
 remaining windows and packs them into batches, at most ``prefetch`` batches ahead of the
 model, so memory follows the batch, never the slide. Each batch goes through the model's
 ``test_step`` (its data preprocessor normalises and pads, as for the test images), the
-boxes above ``score_thr`` are kept as compact arrays and shifted to level-0 pixels, and
-the duplicates of cells seen by overlapping tiles are removed with the tiled loop's
-class-wise NMS (:func:`merge_tile_predictions`), applied region by region
+boxes above ``score_thr`` and centred in their tile's core (the tile less half the
+overlap along each edge shared with another tissue tile, as in ``TiledTestLoop``) are
+kept as compact arrays and shifted to level-0 pixels, and the duplicates of cells seen
+by overlapping tiles are removed with the tiled loop's class-wise NMS
+(:func:`merge_tile_predictions`), applied region by region
 (:func:`merge_slide_detections`) so that the cost stays linear in the number of cells.
 """
 import contextlib
@@ -40,7 +42,8 @@ from tqdm import tqdm
 
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
-from mmdet_pu.engine.runner.tile_merge import merge_tile_predictions, tile_windows
+from mmdet_pu.engine.runner.tile_merge import (in_core, merge_tile_predictions, tile_cores,
+                                               tile_windows)
 from mmdet_pu.io.qupath import QuPathObject, default_color, write_geojson
 from .slide_reader import SlideReader, open_slide
 from .tissue import TissueMaskConfig, compute_tissue_mask
@@ -392,6 +395,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
             windows = [(x, y, w, h) for x, y, w, h in windows
                        if mask.covers(x * scale, y * scale, (x + w) * scale,
                                       (y + h) * scale)]
+        cores = dict(zip(windows, tile_cores(windows)))
         boxes, scores, labels = [], [], []
         bar = stack.enter_context(tqdm(total=len(windows), unit='tile', disable=not progress,
                                        desc=reader.path.name, leave=False))
@@ -401,10 +405,12 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
             for inputs, chunk in batches:
                 outputs = model.test_step(dict(inputs=inputs, data_samples=[
                     _tile_sample(tensor, window) for tensor, window in zip(inputs, chunk)]))
-                for out, (x, y, _, _) in zip(outputs, chunk):
+                for out, window in zip(outputs, chunk):
                     pred = out.pred_instances
+                    x, y = window[:2]
                     sizes = pred.bboxes[:, 2:] - pred.bboxes[:, :2]
-                    keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1)
+                    keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
+                        pred.bboxes + pred.bboxes.new_tensor([x, y, x, y]), cores[window])
                     offset = np.array([x, y, x, y], np.float32)
                     boxes.append((pred.bboxes[keep].cpu().numpy() + offset) * scale)
                     scores.append(pred.scores[keep].cpu().numpy())

@@ -1,5 +1,6 @@
 """Tiled whole-image inference: tiling, shifting and NMS merging, and the loop end to end."""
 import json
+import math
 
 import cv2
 import numpy as np
@@ -16,6 +17,7 @@ from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
 from mmdet_pu.engine.runner import (TiledTestLoop, TiledValLoop, merge_tile_predictions,
                                     tile_windows)
+from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
 from mmdet_pu.evaluation import CellDetMetric
 
 
@@ -52,6 +54,47 @@ def test_cell_on_a_tile_border_predicted_twice_is_one_true_positive():
     evaluator.process([sample])
     metrics = evaluator.evaluate(1)
     assert (metrics['cell/cell/tp'], metrics['cell/cell/fp']) == (2, 0)
+
+
+@pytest.mark.parametrize('drop', [None, 4, 0])
+def test_tile_cores_split_every_overlap_in_its_middle(drop):
+    # 160 px, 64 px tiles with overlap 16: origins 0, 48, 96; overlaps [48, 64) and
+    # [96, 112), split at 56 and 104. ``drop`` removes a window (a tile without tissue):
+    # its neighbours' cores then reach over its area.
+    windows = tile_windows(160, 160, 64, 16)
+    if drop is not None:
+        windows.pop(drop)
+    cores = tile_cores(windows)
+    centre = windows.index((48, 48, 64, 64)) if drop != 4 else None
+    if centre is not None:
+        assert cores[centre] == (56, 56, 104, 104)
+    # every pixel centre of a window lies in a core of the windows given, in exactly
+    # one for the whole grid; next to a missing window the cores of its neighbours reach
+    # over its area (whole cells there may be seen by no tile) and may overlap
+    points = torch.tensor([[x + 0.5, y + 0.5] for y in range(160) for x in range(160)
+                           if any(x0 <= x < x0 + w and y0 <= y < y0 + h
+                                  for x0, y0, w, h in windows)])
+    boxes = torch.cat([points, points], 1)
+    owners = torch.stack([in_core(boxes, core) for core in cores]).sum(0)
+    assert owners.eq(1).all() if drop is None else owners.ge(1).all()
+    # without overlap the cores do not cut: every detection of a tile is kept
+    assert set(tile_cores(tile_windows(128, 128, 64, 0))) == {(-math.inf,) * 2 + (math.inf,) * 2}
+
+
+def test_core_drops_the_cut_part_of_a_cell_that_nms_would_keep():
+    # Tiles at x0 = 0 and 96 (128 px, overlap 32, split at 112). A 16 px cell at
+    # x 124..140 is cut by the first tile's edge: it sees a 4 px sliver (IoU 0.25 with
+    # the whole cell, under the NMS threshold), the second tile sees it whole.
+    sliver = instances([[124, 40, 128, 56]], [0.9], [0])
+    whole = instances([[28, 40, 44, 56]], [0.8], [0])
+    offsets = [(0, 0), (96, 0)]
+    plain = merge_tile_predictions([sliver, whole], offsets, nms_iou=0.3)
+    assert len(plain) == 2  # the sliver survives as a false positive
+    cores = tile_cores([(0, 0, 128, 128), (96, 0, 128, 128)])
+    merged = merge_tile_predictions([sliver, whole], offsets, nms_iou=0.3, cores=cores)
+    assert merged.bboxes.tolist() == [[124, 40, 140, 56]]
+    with pytest.raises(ValueError, match='1 tile cores but 2 offsets'):
+        merge_tile_predictions([sliver, whole], offsets, cores=cores[:1])
 
 
 def test_merge_is_class_wise_and_caps():

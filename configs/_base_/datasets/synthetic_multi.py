@@ -14,7 +14,11 @@ prepare_cmd = ('python data_prep/prepare.py synthetic --variant multi '
 
 # the loaders of ./_cell_coco.py, pointed at this dataset
 dataset_fields = dict(data_root=data_root, metainfo=metainfo, prepare_cmd=prepare_cmd)
-train_dataloader = dict(batch_size=4, dataset=dataset_fields)
+train_dataloader = dict(
+    batch_size=4,
+    dataset=dict(dataset_fields, pipeline=_base_.all_flips_train_pipeline))
 val_dataloader = dict(dataset=dataset_fields)
 test_dataloader = dict(dataset=dataset_fields)
-test_cfg = dict(type='TiledTestLoop', tile_size=256, overlap=0, nms_iou=0.3)
+# Overlapping tiles, each keeping the cells centred in its core (TiledTestLoop): a cell
+# cut by one tile's edge is found whole by the next (docs/experiments.md, "Tile borders").
+test_cfg = dict(type='TiledTestLoop', tile_size=256, overlap=64, nms_iou=0.3)

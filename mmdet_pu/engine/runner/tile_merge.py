@@ -3,8 +3,20 @@
 Large images are predicted patch by patch; the boxes are shifted back to image
 coordinates and the duplicates of cells seen by two overlapping tiles are removed with
 class-wise NMS (Section 3.1.1: "mapped back into the image ... removed with NMS").
+
+Before the NMS, each tile keeps only the detections centred in its *core*
+(:func:`tile_cores`): the part of the tile nearer to its middle than to a neighbour's,
+i.e. the tile less half the overlap along every edge shared with another tile. A cell
+cut by a tile's edge is seen whole by the neighbour, and the cut part's box, whose
+centre lies within half the cell of that edge, is dropped instead of competing in the
+NMS, where a partial box overlapping the whole one by less than the NMS threshold would
+survive as a false positive (docs/experiments.md, "Tile borders"). This needs an
+overlap of at least the largest cell; with no overlap the cores are the tiles and
+nothing is dropped.
 """
-from typing import List, Sequence, Tuple
+import math
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from mmcv.ops import batched_nms
@@ -37,10 +49,62 @@ def tile_windows(height: int, width: int, tile: int,
             for x0 in tile_origins(width, tile, overlap)]
 
 
+def _span_cores(spans: List[Tuple[int, int]]) -> Dict[int, Tuple[float, float]]:
+    """Per start, the ``[low, high)`` core of each span ``(start, length)`` of one line.
+
+    A boundary shared with an overlapping neighbour lies in the middle of the overlap;
+    an edge without one is unbounded.
+    """
+    spans = sorted(spans)
+    cores = {}
+    for i, (start, length) in enumerate(spans):
+        low, high = -math.inf, math.inf
+        if i > 0 and spans[i - 1][0] + spans[i - 1][1] > start:
+            low = (start + spans[i - 1][0] + spans[i - 1][1]) / 2
+        if i + 1 < len(spans) and start + length > spans[i + 1][0]:
+            high = (spans[i + 1][0] + start + length) / 2
+        cores[start] = (low, high)
+    return cores
+
+
+def tile_cores(windows: Sequence[Tuple[int, int, int, int]]
+               ) -> List[Tuple[float, float, float, float]]:
+    """The core ``(x_low, y_low, x_high, y_high)`` of every window of a tile grid.
+
+    ``windows`` are ``(x0, y0, w, h)`` on a grid (those of :func:`tile_windows`, or a
+    subset of them, e.g. the tissue tiles of a slide). A window's neighbours are the
+    next windows of its row (same ``y0``) and of its column (same ``x0``); each shared
+    overlap is split in its middle. Where a neighbour is absent the core extends past
+    the window. A point of the windows lies in one core of a whole grid, and in at least
+    one when windows are missing (their neighbours keep the cut cells no tile sees whole).
+    """
+    rows, cols = defaultdict(list), defaultdict(list)
+    for x0, y0, w, h in windows:
+        rows[y0].append((x0, w))
+        cols[x0].append((y0, h))
+    row_cores = {y0: _span_cores(spans) for y0, spans in rows.items()}
+    col_cores = {x0: _span_cores(spans) for x0, spans in cols.items()}
+    cores = []
+    for x0, y0, _, _ in windows:
+        (x_low, x_high), (y_low, y_high) = row_cores[y0][x0], col_cores[x0][y0]
+        cores.append((x_low, y_low, x_high, y_high))
+    return cores
+
+
+def in_core(bboxes: torch.Tensor, core: Tuple[float, float, float, float]) -> torch.Tensor:
+    """Which of ``bboxes`` (K, 4) have their centre in ``core`` (same coordinates)."""
+    cx = (bboxes[:, 0] + bboxes[:, 2]) / 2
+    cy = (bboxes[:, 1] + bboxes[:, 3]) / 2
+    x_low, y_low, x_high, y_high = core
+    return (cx >= x_low) & (cx < x_high) & (cy >= y_low) & (cy < y_high)
+
+
 def merge_tile_predictions(tile_preds: Sequence[InstanceData],
                            offsets: Sequence[Tuple[float, float]],
                            nms_iou: float = 0.3,
-                           max_per_img: int = -1) -> InstanceData:
+                           max_per_img: int = -1,
+                           cores: Optional[Sequence[Tuple[float, float, float, float]]]
+                           = None) -> InstanceData:
     """Shift per-tile detections into image coordinates and remove duplicates.
 
     Args:
@@ -50,6 +114,9 @@ def merge_tile_predictions(tile_preds: Sequence[InstanceData],
         nms_iou: IoU threshold of the class-wise NMS over all tiles.
         max_per_img: keep at most this many detections (highest scores); ``-1`` keeps
             all (the model's ``test_cfg`` already caps each tile).
+        cores: per tile, its core in image coordinates (:func:`tile_cores`); the
+            tile's detections centred outside it are dropped before the NMS. ``None``
+            keeps every detection.
 
     Returns:
         ``InstanceData`` with ``bboxes``, ``scores`` and ``labels`` sorted by descending
@@ -59,12 +126,15 @@ def merge_tile_predictions(tile_preds: Sequence[InstanceData],
         raise ValueError(f'{len(tile_preds)} tile predictions but {len(offsets)} offsets')
     if not tile_preds:
         raise ValueError('merge_tile_predictions needs at least one tile')
+    if cores is not None and len(cores) != len(offsets):
+        raise ValueError(f'{len(cores)} tile cores but {len(offsets)} offsets')
     bboxes, scores, labels = [], [], []
-    for pred, (x0, y0) in zip(tile_preds, offsets):
-        shift = pred.bboxes.new_tensor([x0, y0, x0, y0])
-        bboxes.append(pred.bboxes + shift)
-        scores.append(pred.scores)
-        labels.append(pred.labels)
+    for i, (pred, (x0, y0)) in enumerate(zip(tile_preds, offsets)):
+        boxes = pred.bboxes + pred.bboxes.new_tensor([x0, y0, x0, y0])
+        keep = in_core(boxes, cores[i]) if cores is not None else slice(None)
+        bboxes.append(boxes[keep])
+        scores.append(pred.scores[keep])
+        labels.append(pred.labels[keep])
     bboxes, scores, labels = torch.cat(bboxes), torch.cat(scores), torch.cat(labels)
 
     merged = InstanceData()

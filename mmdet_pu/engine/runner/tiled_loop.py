@@ -3,8 +3,10 @@
 The dataloader yields whole images. Each one is cut into ``tile_size`` windows (stride
 ``tile_size - overlap``, last window flush with the border), the windows are run through
 the model's ``test_step`` (its data preprocessor normalises and pads every tile, so a
-plain checkpoint is used unchanged), the boxes are shifted back to image coordinates and
-merged with class-wise NMS. The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
+plain checkpoint is used unchanged), the boxes are shifted back to image coordinates,
+each tile keeps the detections centred in its core (the tile less half the overlap
+along each shared edge, :func:`~.tile_merge.tile_cores`) and the rest are merged with
+class-wise NMS. The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
 ``DetVisualizationHook`` for ``--show-dir``) then receive one data sample per whole image,
 carrying its ground truth and the merged ``pred_instances``.
 
@@ -24,7 +26,7 @@ from torch.utils.data import DataLoader
 
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
-from .tile_merge import merge_tile_predictions, tile_windows
+from .tile_merge import merge_tile_predictions, tile_cores, tile_windows
 
 
 class TiledInferenceMixin:
@@ -34,7 +36,8 @@ class TiledInferenceMixin:
         tile_size (int): side of the square tiles in input pixels (the packed image;
             equal to original pixels when the test pipeline does not resize).
         overlap (int): overlap of neighbouring tiles in pixels, ``0 <= overlap <
-            tile_size``. Defaults to 0.
+            tile_size``; at least the largest cell, so that a cell cut by one tile's
+            edge is whole in the neighbour's core. Defaults to 0.
         nms_iou (float): IoU threshold of the class-wise NMS merging the tiles.
             Defaults to 0.3 (SPEC §6).
         tile_batch_size (int): tiles per forward pass. Defaults to 8.
@@ -82,8 +85,11 @@ class TiledInferenceMixin:
                        sample: DetDataSample) -> DetDataSample:
         height, width = image.shape[-2:]
         windows = tile_windows(height, width, self.tile_size, self.overlap)
-        # Boxes come back rescaled to the original image (rescale=True); so must offsets.
+        # Boxes come back rescaled to the original image (rescale=True); so must offsets
+        # and cores.
         scale_w, scale_h = sample.metainfo.get('scale_factor', (1.0, 1.0))
+        cores = [(x_low / scale_w, y_low / scale_h, x_high / scale_w, y_high / scale_h)
+                 for x_low, y_low, x_high, y_high in tile_cores(windows)]
         tile_preds, offsets = [], []
         for start in range(0, len(windows), self.tile_batch_size):
             chunk = windows[start:start + self.tile_batch_size]
@@ -97,7 +103,8 @@ class TiledInferenceMixin:
             outputs = step(dict(inputs=tiles, data_samples=tile_samples))
             tile_preds.extend(out.pred_instances for out in outputs)
         sample.pred_instances = merge_tile_predictions(
-            tile_preds, offsets, nms_iou=self.nms_iou, max_per_img=self.max_per_img)
+            tile_preds, offsets, nms_iou=self.nms_iou, max_per_img=self.max_per_img,
+            cores=cores)
         return sample
 
     @torch.no_grad()

@@ -137,7 +137,8 @@ def test_count_annotations_skips_ignored_instances():
 @pytest.mark.parametrize('kwargs', [
     dict(anchor_prior=0.0), dict(anchor_prior=1.0), dict(anchor_prior=0.995),
     dict(anchor_prior=0.3, min_prior=0.0), dict(anchor_prior=0.3, interval=0),
-    dict(anchor_prior=0.3, max_total_prior=1.0)])
+    dict(anchor_prior=0.3, max_total_prior=1.0), dict(anchor_prior=0.3, smoothing=1.0),
+    dict(anchor_prior=0.3, smoothing=-0.1)])
 def test_invalid_arguments_are_refused(kwargs):
     with pytest.raises(ValueError, match='PriorUpdateHook'):
         PriorUpdateHook(**kwargs)
@@ -243,6 +244,31 @@ def test_interval_and_begin_iter(tmp_path, monkeypatch):
         updated.append(not torch.equal(before, roi_loss.priors))
     assert updated == [False, True, False, True, False]
     assert roi_loss.priors[1].item() == pytest.approx(0.3 * 8 / 10)
+
+
+def test_smoothing_runs_the_rule_on_running_counts_and_checkpoints_them(
+        tmp_path, monkeypatch):
+    runner = build_runner(tmp_path, anchor_class=0, smoothing=0.75)
+    hook = prior_hook(runner)
+    hook.before_train(runner)
+    roi_loss = losses(runner)[0]
+    running = None
+    for it, batch in enumerate([[10, 5, 5], [1, 5, 5], [10, 0, 5], [10, 0, 5]]):
+        set_counts(monkeypatch, hook, batch)
+        hook.before_train_iter(runner, it, data_batch=None)
+        batch = torch.tensor(batch, dtype=torch.float64)
+        running = batch if running is None else 0.75 * running + 0.25 * batch
+        torch.testing.assert_close(hook.running_counts, running)
+        torch.testing.assert_close(roi_loss.priors, (0.3 * running / running[0]).float())
+    # one batch with a single anchor-class detection and one without class 1 no longer
+    # swing the priors to the total bound and to min_prior
+    assert roi_loss.priors.sum() < 0.7 and roi_loss.priors[1] > 0.05
+
+    checkpoint = {}
+    hook.before_save_checkpoint(runner, checkpoint)
+    resumed = PriorUpdateHook(anchor_prior=0.3, smoothing=0.75)
+    resumed.after_load_checkpoint(runner, checkpoint)
+    torch.testing.assert_close(resumed.running_counts, running)
 
 
 def test_detections_are_counted_in_eval_mode_and_train_mode_is_restored(tmp_path):

@@ -122,6 +122,13 @@ class PriorUpdateHook(Hook):
     Details:
 
     * ``N_1 = 0``: the previous priors are kept (the ratio is undefined).
+    * Smoothing (``smoothing > 0``, our addition): the rule uses running counts,
+      ``N_m <- smoothing * N_m + (1 - smoothing) * N_m(batch)``, instead of one batch's.
+      With a few images per batch, one batch with few anchor-class detections sends
+      every other prior up to the total bound, and a class that then goes undetected
+      for a batch falls to ``min_prior``, where its labeled cells count as background
+      and it may never be detected again (docs/experiments.md, "Smoothing the prior
+      update"). The running counts are saved in checkpoints and restored on resume.
     * Validity (the losses require ``0 < pi < 1`` and ``sum pi < 1``): a class with
       ``N_m = 0`` would get ``pi_m = 0``, so each non-anchor prior is raised to at least
       ``min_prior``; if the total exceeds ``max_total_prior`` the non-anchor priors'
@@ -183,6 +190,8 @@ class PriorUpdateHook(Hook):
             Defaults to True.
         update_rpn_prior (bool): Set the binary PU losses' prior to ``sum_m pi_m``
             (SPEC §2.3). False leaves their configured prior. Defaults to True.
+        smoothing (float): Weight of the past in the running counts, in [0, 1).
+            Defaults to 0: the paper's per-batch counts.
     """
 
     priority = 'NORMAL'
@@ -196,7 +205,8 @@ class PriorUpdateHook(Hook):
                  min_prior: float = 1e-3,
                  max_total_prior: float = 0.99,
                  reuse_features: bool = True,
-                 update_rpn_prior: bool = True) -> None:
+                 update_rpn_prior: bool = True,
+                 smoothing: float = 0.0) -> None:
         if not 0 < max_total_prior < 1:
             raise ValueError('PriorUpdateHook: max_total_prior must be in (0, 1), '
                              f'got {max_total_prior}')
@@ -206,6 +216,9 @@ class PriorUpdateHook(Hook):
         if not 0 < min_prior < anchor_prior:
             raise ValueError('PriorUpdateHook: min_prior must be in '
                              f'(0, anchor_prior={anchor_prior}), got {min_prior}')
+        if not 0 <= smoothing < 1:
+            raise ValueError(f'PriorUpdateHook: smoothing must be in [0, 1), got '
+                             f'{smoothing}')
         if interval < 1 or begin_iter < 0:
             raise ValueError('PriorUpdateHook: interval must be >= 1 and begin_iter '
                              f'>= 0, got interval={interval}, begin_iter={begin_iter}')
@@ -218,6 +231,8 @@ class PriorUpdateHook(Hook):
         self.max_total_prior = max_total_prior
         self.reuse_features = reuse_features
         self.update_rpn_prior = update_rpn_prior
+        self.smoothing = smoothing
+        self.running_counts: Optional[Tensor] = None
         self._warned_clip = False
         self._feature_hook = None
         self._pending_samples = None
@@ -286,6 +301,16 @@ class PriorUpdateHook(Hook):
             runner.message_hub.update_scalar(
                 'train/prior_rpn', self.binary_losses[0].prior.item())
 
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        """Save the running counts (``smoothing > 0``) with the priors."""
+        if self.running_counts is not None:
+            checkpoint['prior_update_running_counts'] = self.running_counts.cpu()
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        """Restore the running counts of a resumed run."""
+        if 'prior_update_running_counts' in checkpoint:
+            self.running_counts = checkpoint['prior_update_running_counts']
+
     def after_train(self, runner) -> None:
         if self._feature_hook is not None:
             self._feature_hook.remove()
@@ -343,8 +368,14 @@ class PriorUpdateHook(Hook):
         self._update(self.count(results))
 
     def _update(self, counts: Tensor) -> None:
-        """Sum ``counts`` over ranks and apply the update rule (Section 2.3)."""
+        """Sum ``counts`` over ranks, smooth them and apply the update rule (Section 2.3)."""
         all_reduce(counts, op='sum')
+        if self.smoothing:
+            counts = counts.double()
+            if self.running_counts is not None:
+                counts = (self.smoothing * self.running_counts.to(counts)
+                          + (1 - self.smoothing) * counts)
+            self.running_counts = counts
         self._set_priors(priors_from_counts(
             self.multi_losses[0].priors, counts, self.anchor, self.anchor_prior))
 

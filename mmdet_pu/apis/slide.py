@@ -408,11 +408,11 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
                 for out, window in zip(outputs, chunk):
                     pred = out.pred_instances
                     x, y = window[:2]
-                    sizes = pred.bboxes[:, 2:] - pred.bboxes[:, :2]
+                    bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
+                    sizes = bboxes[:, 2:] - bboxes[:, :2]
                     keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
-                        pred.bboxes + pred.bboxes.new_tensor([x, y, x, y]), cores[window])
-                    offset = np.array([x, y, x, y], np.float32)
-                    boxes.append((pred.bboxes[keep].cpu().numpy() + offset) * scale)
+                        bboxes, cores[window])
+                    boxes.append(bboxes[keep].cpu().numpy() * scale)
                     scores.append(pred.scores[keep].cpu().numpy())
                     labels.append(pred.labels[keep].cpu().numpy())
                 bar.update(len(chunk))

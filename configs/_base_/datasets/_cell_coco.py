@@ -20,11 +20,9 @@ train_pipeline = [
 # train with it (docs/experiments.md, "Closing the gap"); the paper's datasets keep
 # train_pipeline.
 all_flips_train_pipeline = [
-    *train_pipeline[:2],
     dict(type='RandomFlip', prob=[0.25, 0.25, 0.25],
-         direction=['horizontal', 'vertical', 'diagonal']),
-    *train_pipeline[3:],
-]
+         direction=['horizontal', 'vertical', 'diagonal'])
+    if transform['type'] == 'RandomFlip' else transform for transform in train_pipeline]
 test_pipeline = [
     dict(type='LoadImageFromFile', backend_args=backend_args),
     # no resizing; sets scale_factor, which the heads need to rescale predictions

@@ -17,7 +17,7 @@ $(SETUP_STAMP): setup.cfg setup.py pyproject.toml tools/setup_env.sh
 demo: setup
 	$(PY) tools/demo.py --variant binary
 
-## Multi-class demo: MultiPULoss + PriorUpdateHook vs CE.
+## Multi-class demo: MultiPULoss (class priors estimated with tools/estimate_prior.py) vs CE.
 demo-multi: setup
 	$(PY) tools/demo.py --variant multi
 

@@ -29,7 +29,8 @@ interrupted one resumes); the same work dir with other options (``--iters``,
 ``--cfg-options``, ``--data-root``) is refused: pass another ``--work-dir``.
 ``--iters`` overrides the configs' schedule (default: the configs' own).
 
-``--variant multi`` runs the multi-class demo (MultiPULoss + PriorUpdateHook vs CE).
+``--variant multi`` runs the multi-class demo (MultiPULoss with class priors estimated
+from a provisional training with the PriorUpdateHook, vs CE).
 """
 import argparse
 import io

@@ -15,7 +15,7 @@ exactly as training does and estimates (``mmdet_pu/evaluation/prior_estimation.p
 documents the estimators and their references):
 
 * the **RoI stage** prior (``model.roi_head.bbox_head.loss_cls.prior``; with several
-  classes pi_1 of the anchor class, ``custom_hooks.<i>.anchor_prior``) by the *label
+  classes one prior per class, ``model.roi_head.bbox_head.loss_cls.priors``) by the *label
   frequency* estimator (the detector's detections with ``score >= --score-thr`` complete
   the labeled cells; Elkan & Noto 2008) and by *best-bin estimation* (BBE, Garg et al.
   2021) on the RoI head's scores of labeled vs unlabeled RoIs;
@@ -36,15 +36,23 @@ per stage (``stages.roi``, ``stages.rpn``): the config ``key``, the sample count
 the key, the per-class values and their statistics (label frequency ``c``; BBE
 ``alpha``, ``z`` (z*), ``q_p``, ``q_u``, ``n_p``); ``trained_with`` (the checkpoint's
 priors); ``warnings``; ``notes``; ``recommended`` (the estimator, the reason, the RoI and
-RPN values) and ``cfg_options``, the options that train with the recommended values
-(``tools/train.py CONFIG --cfg-options ...``; ``tools/sweep_prior.py CONFIG --estimate
-FILE.json`` sweeps narrowly around them). The RPN value is in ``cfg_options`` only when
-the RPN has a prior of its own: a ``PriorUpdateHook`` with ``update_rpn_prior=True``
-sets it to the sum of the class priors, and a note says how to override that.
+RPN values; with several classes ``priors``, one per class) and ``cfg_options``, the
+options that train every stage at its recommended estimate (``tools/train.py CONFIG
+--cfg-options ...``; ``tools/sweep_prior.py CONFIG --estimate FILE.json`` sweeps narrowly
+around the RoI value).
+
+With several classes ``cfg_options`` trains with fixed class priors,
+``model.roi_head.bbox_head.loss_cls.priors``, and removes the ``PriorUpdateHook``
+(``custom_hooks=[]`` when it is the config's only custom hook; otherwise a note says to
+remove it): on the synthetic multi-class task the paper's update rule, which derives the
+other priors from pi_1 and detection counts, left the tumor prior at half its share or
+ran away, and fixed estimated priors closed most of the gap to the upper bound
+(docs/experiments.md, "Fixed estimated priors"). ``cfg_options_update_rule`` keeps the
+hook and sets its pi_1 (``anchor_prior``) instead; it is what the sweep varies.
 
 The estimate is the share of cells among the sampled RoIs, the prior under which the PU
-risk is unbiased. On the synthetic tasks, training with it alone made the detector bold
-and lost test F1 against the swept prior; ``tools/sweep_prior.py CONFIG --estimate
+risk is unbiased. On the binary synthetic task, training with it alone made the detector
+bold and lost test F1 against the swept prior; ``tools/sweep_prior.py CONFIG --estimate
 FILE.json --num 1 --values P0 --select pu`` trains with it and keeps the better of it
 and the provisional prior P0 by Lee & Liu's PU criterion (docs/experiments.md,
 "Training with the estimate").
@@ -62,7 +70,8 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import load_checkpoint
 
 from mmdet.registry import DATASETS, MODELS
-from mmdet_pu.apis.prior_keys import prior_hook_index, stage_prior_keys, type_name
+from mmdet_pu.apis.prior_keys import (ROI_PRIORS_KEY, prior_hook_index, stage_prior_keys,
+                                      type_name)
 from mmdet_pu.apis.runs import write_atomic
 from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
 from mmdet_pu.evaluation.prior_estimation import DISAGREEMENT, estimate_priors, recommend
@@ -149,8 +158,9 @@ def trained_priors(model):
 
 
 def anchor_class(cfg, hook, classes):
-    """Index of the multi-class anchor class, as ``PriorUpdateHook`` resolves it."""
-    chosen = cfg.custom_hooks[hook].get('anchor_class', None)
+    """Index of the multi-class anchor class, as ``PriorUpdateHook`` resolves it (the
+    most annotated class in a config without the hook)."""
+    chosen = cfg.custom_hooks[hook].get('anchor_class', None) if hook is not None else None
     if isinstance(chosen, str):
         if chosen not in classes:
             raise ValueError(f'custom_hooks.{hook}.anchor_class {chosen!r} is not one of '
@@ -167,10 +177,12 @@ def rounded(value):
     return float(f'{value:.3g}')
 
 
-def build_report(estimates, keys, classes, anchor, trained_with, held_out=True):
+def build_report(estimates, keys, classes, anchor, trained_with, held_out=True,
+                 only_hook=False):
     """The JSON report: per stage and estimator the value for its key, the
     recommendation and the options to train with it (``held_out``: estimated on images
-    the detector was not trained on)."""
+    the detector was not trained on; ``only_hook``: the config's ``PriorUpdateHook`` is
+    its only custom hook, so ``custom_hooks=[]`` removes it)."""
     roi, rpn = estimates['roi'], estimates['rpn']
     roi_estimates = {}
     for name in ESTIMATORS:
@@ -200,25 +212,56 @@ def build_report(estimates, keys, classes, anchor, trained_with, held_out=True):
     estimator, reason = recommend(held_out, usable)
     roi_value = roi_estimates[estimator]['value']
     rpn_value = rpn_estimates['label_frequency']['value']
-    options = [f'{keys.roi}={rounded(roi_value)!r}']
+    recommended = dict(estimator=estimator, reason=reason, roi=rounded(roi_value),
+                       rpn=rounded(rpn_value))
     notes = []
+    rpn_options = []
     if keys.rpn is None:
         notes.append('the RPN has no PULoss prior: its estimate is not used')
-    elif keys.rpn_by_hook:
-        hook = keys.roi.rsplit('.', 1)[0]
-        notes.append(f'the PriorUpdateHook sets the RPN prior to the sum of the class '
-                     f'priors, so the RPN estimate is not in the options; to train with '
-                     f'it add {hook}.update_rpn_prior=False '
-                     f'{keys.rpn}={rounded(rpn_value)!r}')
     else:
-        options.append(f'{keys.rpn}={rounded(rpn_value)!r}')
+        rpn_options.append(f'{keys.rpn}={rounded(rpn_value)!r}')
+    if len(classes) <= 1:
+        options, extra = [f'{keys.roi}={rounded(roi_value)!r}'] + rpn_options, {}
+    else:
+        recommended['priors'] = class_priors(roi_estimates, estimator, classes, notes)
+        options = [f'{ROI_PRIORS_KEY}={recommended["priors"]!r}'] + rpn_options
+        extra = {}
+        if keys.roi != ROI_PRIORS_KEY:  # a PriorUpdateHook: remove it, or sweep pi_1
+            extra['cfg_options_update_rule'] = [f'{keys.roi}={rounded(roi_value)!r}'] + (
+                [] if keys.rpn_by_hook else rpn_options)
+            if only_hook:
+                options.append('custom_hooks=[]')
+            else:
+                notes.append(f'to train with fixed priors, remove the PriorUpdateHook '
+                             f'({keys.roi.rsplit(".", 1)[0]}) from the config as well')
     return dict(
         classes=list(classes), anchor_class=classes[anchor] if len(classes) > 1 else None,
         trained_with=trained_with, stages=stages,
         warnings=warnings(roi, roi_estimates, classes), notes=notes,
-        recommended=dict(estimator=estimator, reason=reason, roi=rounded(roi_value),
-                         rpn=rounded(rpn_value)),
-        cfg_options=options)
+        recommended=recommended, cfg_options=options, **extra)
+
+
+def class_priors(roi_estimates, estimator, classes, notes):
+    """Fixed per-class priors, the recommended estimator's (several classes).
+
+    Each stage trains at its own estimate, as with one class: the RoI head's classes at
+    theirs and the RPN at its own, not at their sum. A ``PriorUpdateHook`` would
+    re-derive the non-anchor priors from detection counts; on the synthetic multi-class
+    task that rule left the tumor prior at half its share, ran away or locked classes
+    out, where fixed estimated priors did not (docs/experiments.md, "Fixed estimated
+    priors"). A class without an estimate of that estimator takes its label frequency.
+    """
+    chosen = roi_estimates[estimator]['per_class']
+    fallback = roi_estimates['label_frequency']['per_class']
+    priors = []
+    for cls in classes:
+        value = chosen[cls]['prior']
+        if value is None:
+            value = fallback[cls]['prior']
+            notes.append(f'{cls}: no {estimator} estimate (no labeled RoI of the class), '
+                         'the label frequency is used')
+        priors.append(rounded(value))
+    return priors
 
 
 def warnings(roi, roi_estimates, classes):
@@ -265,13 +308,16 @@ def format_table(report):
         f'unlabeled {roi["n_u"]}); RPN n={rpn["n"]} (labeled positives {rpn["n_p"]}, '
         f'unlabeled {rpn["n_u"]})',
         f'trained with: RoI {report["trained_with"]["roi"]}, RPN '
-        f'{report["trained_with"]["rpn"]}',
-        f'recommended ({report["recommended"]["estimator"]}): --cfg-options '
-        + ' '.join(report['cfg_options'])]
-    lines[-1:-1] = [f'warning: {warning}' for warning in report['warnings']] + [
-        f'note: {note}' for note in report['notes']]
+        f'{report["trained_with"]["rpn"]}']
+    lines += [f'warning: {warning}' for warning in report['warnings']]
+    lines += [f'note: {note}' for note in report['notes']]
     if report['anchor_class'] is not None:
-        lines.insert(-1, f'anchor class: {report["anchor_class"]}')
+        lines.append(f'anchor class: {report["anchor_class"]}')
+    lines.append(f'recommended ({report["recommended"]["estimator"]}): --cfg-options '
+                 + ' '.join(report['cfg_options']))
+    if 'cfg_options_update_rule' in report:
+        lines.append('with the PriorUpdateHook\'s update rule instead: --cfg-options '
+                     + ' '.join(report['cfg_options_update_rule']))
     return '\n'.join(lines)
 
 
@@ -296,7 +342,7 @@ def main(argv=None):
         raise ValueError(f'{args.config}: the dataset has {len(classes)} classes '
                          f'{tuple(classes)}, the model {num_classes}')
     hook = prior_hook_index(cfg)
-    anchor = anchor_class(cfg, hook, classes) if hook is not None else 0
+    anchor = anchor_class(cfg, hook, classes) if num_classes > 1 else 0
 
     torch.manual_seed(args.seed)
     images = []
@@ -316,7 +362,8 @@ def main(argv=None):
     report = dict(config=args.config, checkpoint=args.checkpoint, split=args.split,
                   images=len(indices), score_thr=args.score_thr, seed=args.seed,
                   **build_report(estimates, keys, classes, anchor, trained_priors(model),
-                                 held_out=args.split == 'val'))
+                                 held_out=args.split == 'val',
+                                 only_hook=hook is not None and len(cfg.custom_hooks) == 1))
     print(format_table(report))
     if args.out:
         os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)

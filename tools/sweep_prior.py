@@ -188,14 +188,17 @@ def read_estimate(path):
     """``(prior, key, options)`` from an estimate file of ``tools/estimate_prior.py``.
 
     ``prior`` is the recommended RoI-stage prior, ``key`` the config key it is for and
-    ``options`` the file's other ``cfg_options`` (the per-stage RPN prior).
+    ``options`` the file's other ``cfg_options`` (the per-stage RPN prior). For a
+    multi-class config with a ``PriorUpdateHook`` the sweep varies the hook's
+    ``anchor_prior``: the options are then the file's ``cfg_options_update_rule``, not
+    its fixed per-class priors.
     """
     with open(path) as f:
         estimate = json.load(f)
     try:
         prior = estimate['recommended']['roi']
         key = estimate['stages']['roi']['key']
-        options = estimate['cfg_options']
+        options = estimate.get('cfg_options_update_rule', estimate['cfg_options'])
     except (KeyError, TypeError) as error:
         raise ValueError(f'{path}: no field {error} (expected the --out file of '
                          'tools/estimate_prior.py)') from None

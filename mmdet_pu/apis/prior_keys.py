@@ -4,20 +4,25 @@
 After composition (docs/design.md) pi lives in the losses and the prior hook:
 ``model.rpn_head.loss_cls.prior`` and ``model.roi_head.bbox_head.loss_cls.prior``
 (binary ``PULoss``), ``model.roi_head.bbox_head.loss_cls.priors`` (multi-class
-``MultiPULoss``, initial values) and ``custom_hooks.<i>.anchor_prior`` (pi_1 of the
-``PriorUpdateHook``, which sets the other class priors and, unless its
-``update_rpn_prior=False``, the RPN prior).
+``MultiPULoss``: initial values with a prior hook, the priors themselves without one) and
+``custom_hooks.<i>.anchor_prior`` (pi_1 of the ``PriorUpdateHook``, which sets the other
+class priors and, unless its ``update_rpn_prior=False``, the RPN prior).
 """
 from typing import List, NamedTuple, Optional
 
 RPN_PRIOR_KEY = 'model.rpn_head.loss_cls.prior'
 ROI_PRIOR_KEY = 'model.roi_head.bbox_head.loss_cls.prior'
+ROI_PRIORS_KEY = 'model.roi_head.bbox_head.loss_cls.priors'
 
 
 def type_name(node):
     """The registry name of a config dict's type (without a scope prefix), or None."""
     value = node.get('type') if isinstance(node, dict) else None
     return value.split('.')[-1] if isinstance(value, str) else None
+
+
+def _roi_loss(cfg):
+    return cfg.get('model', {}).get('roi_head', {}).get('bbox_head', {}).get('loss_cls')
 
 
 def get_key(cfg, key):
@@ -45,10 +50,20 @@ def find_prior_keys(cfg) -> List[str]:
     The hook's ``anchor_prior`` if the config has a ``PriorUpdateHook``, otherwise the
     RoI head's ``PULoss`` prior together with every other ``PULoss`` prior in ``model``
     that holds the same value: a per-stage RPN prior (one that differs) is kept.
+
+    Raises:
+        ValueError: for fixed multi-class priors (a ``MultiPULoss`` without a
+            ``PriorUpdateHook``): one value cannot set a prior per class.
     """
     hook = prior_hook_index(cfg)
     if hook is not None:
         return [f'custom_hooks.{hook}.anchor_prior']
+    if type_name(_roi_loss(cfg)) == 'MultiPULoss':
+        raise ValueError(
+            f'{ROI_PRIORS_KEY} holds fixed per-class priors (a MultiPULoss without a '
+            'PriorUpdateHook): a sweep sets one value, so sweep a config with the hook '
+            '(custom_hooks.<i>.anchor_prior) or estimate the priors with '
+            'tools/estimate_prior.py')
 
     keys = []
 
@@ -74,8 +89,9 @@ class StageKeys(NamedTuple):
     """Where each stage's prior is set.
 
     Attributes:
-        roi: key of the RoI stage's prior (binary ``PULoss`` prior, or the hook's
-            ``anchor_prior`` with several classes).
+        roi: key of the RoI stage's prior (binary ``PULoss`` prior; with several
+            classes the hook's ``anchor_prior``, or the ``MultiPULoss`` priors
+            themselves in a config without the hook).
         rpn: key of the RPN's ``PULoss`` prior, None if the RPN has none.
         rpn_by_hook: the ``PriorUpdateHook`` overwrites ``rpn`` with the sum of the class
             priors (its ``update_rpn_prior``, True by default).
@@ -88,15 +104,17 @@ class StageKeys(NamedTuple):
 def stage_prior_keys(cfg, config_file: str = 'config') -> StageKeys:
     """The per-stage prior keys of ``cfg``; ValueError naming the file if it has none."""
     hook = prior_hook_index(cfg)
+    loss = _roi_loss(cfg)
     if hook is not None:
         roi = f'custom_hooks.{hook}.anchor_prior'
+    elif type_name(loss) == 'MultiPULoss' and 'priors' in loss:
+        roi = ROI_PRIORS_KEY
     else:
-        loss = cfg.get('model', {}).get('roi_head', {}).get('bbox_head', {}).get('loss_cls')
         if type_name(loss) != 'PULoss' or 'prior' not in loss:
             raise ValueError(
                 f'{config_file}: model.roi_head.bbox_head.loss_cls is '
-                f'{type_name(loss)!r}; expected a PULoss with a prior, or a '
-                'PriorUpdateHook in custom_hooks (multi-class PU)')
+                f'{type_name(loss)!r}; expected a PULoss with a prior, a MultiPULoss '
+                'with priors, or a PriorUpdateHook in custom_hooks (multi-class PU)')
         roi = ROI_PRIOR_KEY
     rpn_loss = cfg.get('model', {}).get('rpn_head', {}).get('loss_cls')
     rpn = RPN_PRIOR_KEY if type_name(rpn_loss) == 'PULoss' and 'prior' in rpn_loss \

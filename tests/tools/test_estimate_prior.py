@@ -5,7 +5,8 @@ import pytest
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from mmdet_pu.apis.prior_keys import ROI_PRIOR_KEY, RPN_PRIOR_KEY, stage_prior_keys
+from mmdet_pu.apis.prior_keys import (ROI_PRIOR_KEY, ROI_PRIORS_KEY, RPN_PRIOR_KEY,
+                                      stage_prior_keys)
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 from tests.tools import load_tool
 
@@ -24,7 +25,8 @@ def test_stage_keys_of_the_shipped_configs():
     binary = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_keep1_pu.py'))
     assert stage_prior_keys(binary) == (ROI_PRIOR_KEY, RPN_PRIOR_KEY, False)
     # multi-class: the hook sets the RPN prior (the sum of the class priors) ...
-    multi = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_multi_cap2_mpu.py'))
+    multi = Config.fromfile(
+        str(CONFIGS / 'synthetic' / 'synthetic_multi_cap2_mpu_prior_update.py'))
     assert stage_prior_keys(multi) == ('custom_hooks.0.anchor_prior', RPN_PRIOR_KEY, True)
     # ... unless told not to: then the RPN has its own prior
     multi.custom_hooks[0].update_rpn_prior = False
@@ -48,36 +50,67 @@ def _estimates(num_classes):
                  label_frequency=dict(prior=0.006123, c_all=0.5)))
 
 
-def test_report_of_a_multi_class_config_trains_the_anchor_class():
+def test_report_of_a_multi_class_config_gives_fixed_class_priors():
     keys = stage_prior_keys(Config.fromfile(str(CONFIGS / 'pu' / 'nucls_mpu.py')))
     report = estimate.build_report(_estimates(3), keys, ['a', 'b', 'c'], anchor=1,
-                                   trained_with=dict(roi=[0.3, 0.2, 0.1], rpn=0.6))
+                                   trained_with=dict(roi=[0.3, 0.2, 0.1], rpn=0.6),
+                                   only_hook=True)
     assert report['anchor_class'] == 'b'
     roi = report['stages']['roi']['estimates']
     assert roi['label_frequency']['value'] == pytest.approx(0.2)  # the anchor class
     assert roi['bbe']['value'] == pytest.approx(0.21)
     assert roi['bbe']['per_class']['c']['alpha'] == pytest.approx(0.3)
-    # estimated on held-out images: BBE
+    # estimated on held-out images: BBE, one prior per class, the RPN at its own
     assert report['recommended']['estimator'] == 'bbe'
     assert (report['recommended']['roi'], report['recommended']['rpn']) == (0.21, 0.00612)
-    # the hook sets the RPN prior: the RPN estimate is a note, not an option
-    assert report['cfg_options'] == ['custom_hooks.0.anchor_prior=0.21']
-    assert report['notes'][0].endswith('add custom_hooks.0.update_rpn_prior=False '
-                                       'model.rpn_head.loss_cls.prior=0.00612')
-    assert report['warnings'] == []
-    table = estimate.format_table(report)
-    assert 'anchor class: b' in table
-    assert 'note: the PriorUpdateHook sets the RPN prior' in table
-    assert table.endswith('recommended (bbe): --cfg-options '
-                          'custom_hooks.0.anchor_prior=0.21')
-    # an RPN prior of its own; estimated on the training images: the label frequency
-    per_stage = estimate.build_report(_estimates(3), keys._replace(rpn_by_hook=False),
-                                      ['a', 'b', 'c'], 1, dict(roi=None, rpn=None),
-                                      held_out=False)
-    assert per_stage['recommended']['estimator'] == 'label_frequency'
-    assert per_stage['cfg_options'] == ['custom_hooks.0.anchor_prior=0.2',
-                                        'model.rpn_head.loss_cls.prior=0.00612']
-    assert per_stage['notes'] == []
+    assert report['recommended']['priors'] == [0.11, 0.21, 0.31]
+    assert report['cfg_options'] == [
+        'model.roi_head.bbox_head.loss_cls.priors=[0.11, 0.21, 0.31]',
+        'model.rpn_head.loss_cls.prior=0.00612', 'custom_hooks=[]']
+    # the update rule's own option, what tools/sweep_prior.py --estimate varies; the
+    # hook sets the RPN prior to the sum of the class priors
+    assert report['cfg_options_update_rule'] == ['custom_hooks.0.anchor_prior=0.21']
+    assert report['notes'] == [] and report['warnings'] == []
+    table = estimate.format_table(report).splitlines()
+    assert table[-3:] == [
+        'anchor class: b',
+        'recommended (bbe): --cfg-options model.roi_head.bbox_head.loss_cls.priors='
+        '[0.11, 0.21, 0.31] model.rpn_head.loss_cls.prior=0.00612 custom_hooks=[]',
+        "with the PriorUpdateHook's update rule instead: --cfg-options "
+        'custom_hooks.0.anchor_prior=0.21']
+    # estimated on the training images: the label frequency; another custom hook: the
+    # prior hook cannot be dropped by an option, a note says so; a hook that leaves the
+    # RPN prior alone trains it at its estimate with the update rule too
+    other_hooks = estimate.build_report(_estimates(3), keys._replace(rpn_by_hook=False),
+                                        ['a', 'b', 'c'], 1, dict(roi=None, rpn=None),
+                                        held_out=False)
+    assert other_hooks['recommended']['estimator'] == 'label_frequency'
+    assert other_hooks['cfg_options'] == [
+        'model.roi_head.bbox_head.loss_cls.priors=[0.1, 0.2, 0.3]',
+        'model.rpn_head.loss_cls.prior=0.00612']
+    assert other_hooks['cfg_options_update_rule'] == [
+        'custom_hooks.0.anchor_prior=0.2', 'model.rpn_head.loss_cls.prior=0.00612']
+    assert other_hooks['notes'] == ['to train with fixed priors, remove the '
+                                    'PriorUpdateHook (custom_hooks.0) from the config '
+                                    'as well']
+
+
+def test_report_of_fixed_class_priors_fills_a_missing_bbe_class():
+    """A config without the hook (fixed priors); BBE has no estimate for class c."""
+    cfg = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_multi_cap2_mpu.py'))
+    keys = stage_prior_keys(cfg)
+    assert keys == (ROI_PRIORS_KEY, RPN_PRIOR_KEY, False)
+    estimates = _estimates(3)
+    estimates['roi']['bbe'][2]['prior'] = None
+    report = estimate.build_report(estimates, keys, ['a', 'b', 'c'], 0,
+                                   dict(roi=[0.2, 0.1, 0.1], rpn=0.4))
+    assert report['recommended']['priors'] == [0.11, 0.21, 0.3]
+    assert report['cfg_options'] == [
+        'model.roi_head.bbox_head.loss_cls.priors=[0.11, 0.21, 0.3]',
+        'model.rpn_head.loss_cls.prior=0.00612']
+    assert 'cfg_options_update_rule' not in report
+    assert report['notes'][0] == ('c: no bbe estimate (no labeled RoI of the class), '
+                                  'the label frequency is used')
 
 
 def test_report_warns_when_the_detector_cannot_support_an_estimate():

@@ -50,6 +50,11 @@ def test_default_keys_binary_and_multi_class(tmp_path):
     assert sweep.get_key(multi, 'custom_hooks.1.anchor_prior') == 0.3
     with pytest.raises(KeyError, match="no '5'"):
         sweep.get_key(multi, 'custom_hooks.5.anchor_prior')
+    # fixed class priors (no hook): one swept value cannot set them
+    fixed = Config.fromfile(str(REPO / 'configs' / 'synthetic' /
+                                'synthetic_multi_cap2_mpu.py'))
+    with pytest.raises(ValueError, match='fixed per-class priors'):
+        sweep.find_prior_keys(fixed)
 
 
 def test_per_stage_rpn_prior_is_not_swept(tmp_path):
@@ -244,3 +249,15 @@ def test_estimate_file_is_checked(tmp_path):
     other = _estimate_file(tmp_path / 'multi.json', key='custom_hooks.0.anchor_prior')
     with pytest.raises(ValueError, match='the estimate is for custom_hooks.0.anchor_prior'):
         sweep.main([config, '--estimate', other, '--dry-run'])
+
+
+def test_estimate_of_a_multi_class_config_sweeps_the_update_rule(tmp_path):
+    """Its cfg_options train with fixed class priors; the sweep varies pi_1."""
+    key = 'custom_hooks.0.anchor_prior'
+    path = tmp_path / 'multi.json'
+    path.write_text(json.dumps(dict(
+        stages=dict(roi=dict(key=key)), recommended=dict(roi=0.2, rpn=0.05),
+        cfg_options=['model.roi_head.bbox_head.loss_cls.priors=[0.2, 0.1]',
+                     'model.rpn_head.loss_cls.prior=0.3', 'custom_hooks=[]'],
+        cfg_options_update_rule=[f'{key}=0.2'])))
+    assert sweep.read_estimate(str(path)) == (0.2, key, [])

@@ -3,10 +3,11 @@
 # paper's per-batch update rule (docs/experiments.md, "Fixed estimated priors").
 #
 # The priors are the estimates of tools/estimate_prior.py on the validation split (BBE
-# for the classes tumor / lymphocyte / stromal, the label frequency for the RPN), from the
-# provisional detector synthetic_multi_cap2_mpu_prior_update.py trained with seed 0: the
-# share of cells among the samples of each stage, so that each stage trains at its own
-# prior, as in the binary configs. The update rule sets pi_m = pi_1 N_m / N_1 from
+# for the classes tumor / lymphocyte / stromal, rounded to three decimals; the label
+# frequency for the RPN), from the provisional detector
+# synthetic_multi_cap2_mpu_prior_update.py trained with seed 0: the share of cells among
+# the samples of each stage, so that each stage trains at its own prior, as in the
+# binary configs. The update rule sets pi_m = pi_1 N_m / N_1 from
 # detection counts, but a large tumor nucleus is covered by more RoIs than a lymphocyte,
 # so no pi_1 gives every class its share: at pi_1 = 0.1 the tumor prior sat at half of
 # its share and tumor recall suffered; at 0.15 the stromal prior ran away to 0.79.

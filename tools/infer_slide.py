@@ -128,7 +128,7 @@ def main(argv=None):
                 tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
                 batch_size=args.batch_size, score_thr=args.score_thr,
                 nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,
-                tissue=tissue)
+                class_agnostic=defaults['class_agnostic'], tissue=tissue)
             geojson, table = write_slide_outputs(result, args.out)
             print(f'{result.summary()} -> {geojson}, {table}', flush=True)
     except (ValueError, OSError) as err:

@@ -188,18 +188,15 @@ def input_format(cfg) -> InputFormat:
 
 
 def slide_defaults(cfg) -> dict:
-    """``tile_size`` and ``nms_iou`` of the config's ``TiledTestLoop`` (else the model's
-    test NMS), the settings the model was evaluated with."""
-    defaults = dict(tile_size=512, nms_iou=0.3)
+    """``tile_size``, ``nms_iou`` and ``class_agnostic`` of the config's
+    ``TiledTestLoop`` (else the model's test NMS), the settings the model was evaluated
+    with."""
+    nms = cfg.model.get('test_cfg', {}).get('rcnn', {}).get('nms', {})
     loop = cfg.get('test_cfg') or {}
-    if 'tile_size' in loop:
-        defaults['tile_size'] = int(loop['tile_size'])
-    if 'nms_iou' in loop:
-        defaults['nms_iou'] = float(loop['nms_iou'])
-    else:
-        nms = cfg.model.get('test_cfg', {}).get('rcnn', {}).get('nms', {})
-        defaults['nms_iou'] = float(nms.get('iou_threshold', defaults['nms_iou']))
-    return defaults
+    return dict(
+        tile_size=int(loop.get('tile_size', 512)),
+        nms_iou=float(loop.get('nms_iou', nms.get('iou_threshold', 0.3))),
+        class_agnostic=bool(loop.get('class_agnostic', nms.get('class_agnostic', False))))
 
 
 class _Failure:
@@ -261,8 +258,9 @@ def tile_batches(reader: SlideReader, level: int, windows, batch_size: int, to_i
         thread.join()
 
 
-def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, region=1024):
-    """Class-wise NMS of a whole slide's tile detections, region by region.
+def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, class_agnostic=False,
+                           region=1024):
+    """NMS of a whole slide's tile detections, region by region.
 
     One NMS over all the cells of a slide costs time quadratic in their number. Here
     each detection belongs to the ``region`` x ``region`` square that holds its centre;
@@ -276,6 +274,7 @@ def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, region=1024):
     Args:
         bboxes: (N, 4) ``x0, y0, x1, y1``; scores: (N,); labels: (N,) int.
         nms_iou: IoU threshold of the NMS.
+        class_agnostic: one NMS over all classes instead of one per class.
         region: side of the squares, in the boxes' pixels.
 
     Returns:
@@ -305,7 +304,8 @@ def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, region=1024):
         merged = merge_tile_predictions([InstanceData(
             bboxes=torch.from_numpy(bboxes[candidates]),
             scores=torch.from_numpy(scores[candidates]),
-            labels=torch.from_numpy(labels[candidates]))], [(0.0, 0.0)], nms_iou=nms_iou)
+            labels=torch.from_numpy(labels[candidates]))], [(0.0, 0.0)], nms_iou=nms_iou,
+            class_agnostic=class_agnostic)
         boxes = merged.bboxes.numpy()
         mine = np.all(cells(boxes) == (cx, cy), axis=1)
         kept.append((boxes[mine], merged.scores.numpy()[mine], merged.labels.numpy()[mine]))
@@ -351,8 +351,9 @@ def _converter(fmt: InputFormat):
 
 
 def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batch_size=8,
-                score_thr=0.5, nms_iou=0.3, tissue: Optional[TissueMaskConfig] =
-                TissueMaskConfig(), prefetch=2, progress=True) -> SlideResult:
+                score_thr=0.5, nms_iou=0.3, class_agnostic=False,
+                tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
+                progress=True) -> SlideResult:
     """Detect the cells of a slide region.
 
     Args:
@@ -367,6 +368,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         batch_size: tiles per forward pass.
         score_thr: detections below it are dropped (SPEC §6 evaluates at 0.5).
         nms_iou: IoU threshold of the merge across tile borders.
+        class_agnostic: merge across classes (one class per place) instead of per class.
         tissue: tissue mask settings, ``None`` to run every tile.
         prefetch: batches the reader thread may read ahead.
         progress: show a tqdm progress bar (tiles/s).
@@ -418,7 +420,8 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
                 bar.update(len(chunk))
     if boxes:
         merged = merge_slide_detections(np.concatenate(boxes), np.concatenate(scores),
-                                        np.concatenate(labels), nms_iou=nms_iou)
+                                        np.concatenate(labels), nms_iou=nms_iou,
+                                        class_agnostic=class_agnostic)
     else:
         merged = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
                   np.zeros(0, np.int64))

@@ -16,11 +16,12 @@ import tifffile
 import torch
 from mmengine.model import BaseModel
 from mmengine.structures import InstanceData
+from mmengine.config import Config
 from PIL import Image
 
 from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet_pu.apis.slide import (check_roi, infer_slide, input_format, merge_slide_detections,
-                                 write_slide_outputs)
+                                 slide_defaults, write_slide_outputs)
 from mmdet_pu.apis.slide_reader import (OpenSlideReader, SlideReader, _open_tiff_fallback,
                                         open_slide)
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
@@ -278,7 +279,19 @@ def test_cells_on_tile_borders_are_found_once(pyramid):
     assert kept.scores.tolist() == [1.0] * len(CELLS)  # the whole cell, not a cut part
 
 
-def test_merge_by_regions_equals_one_nms_over_the_slide():
+def test_slide_defaults_are_the_test_settings_of_the_config():
+    cfg = Config.fromfile(str(REPO / 'configs/synthetic/synthetic_multi_cap2_mpu.py'))
+    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.3, class_agnostic=False)
+    cfg.merge_from_dict({'test_cfg.class_agnostic': True, 'test_cfg.nms_iou': 0.4})
+    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.4, class_agnostic=True)
+    # without a TiledTestLoop: the model's test NMS
+    plain = Config(dict(model=dict(test_cfg=dict(rcnn=dict(nms=dict(
+        type='nms', iou_threshold=0.5, class_agnostic=True))))))
+    assert slide_defaults(plain) == dict(tile_size=512, nms_iou=0.5, class_agnostic=True)
+
+
+@pytest.mark.parametrize('class_agnostic', [False, True])
+def test_merge_by_regions_equals_one_nms_over_the_slide(class_agnostic):
     rng = np.random.default_rng(0)
     centres = rng.uniform(0, 5000, (3000, 2))
     sizes = rng.uniform(10, 30, (3000, 1))
@@ -288,10 +301,12 @@ def test_merge_by_regions_equals_one_nms_over_the_slide():
                             boxes + rng.normal(0, 2, boxes.shape)]).astype(np.float32)
     scores = rng.uniform(0.5, 1, len(boxes)).astype(np.float32)
     labels = np.tile(rng.integers(0, 2, 3000), 3)
-    merged = merge_slide_detections(boxes, scores, labels, nms_iou=0.3, region=256)
+    merged = merge_slide_detections(boxes, scores, labels, nms_iou=0.3,
+                                    class_agnostic=class_agnostic, region=256)
     reference = merge_tile_predictions([InstanceData(
         bboxes=torch.from_numpy(boxes), scores=torch.from_numpy(scores),
-        labels=torch.from_numpy(labels))], [(0, 0)], nms_iou=0.3)
+        labels=torch.from_numpy(labels))], [(0, 0)], nms_iou=0.3,
+        class_agnostic=class_agnostic)
     assert len(merged[0]) < len(boxes) / 2
     assert sorted(map(tuple, np.column_stack(merged).tolist())) == sorted(map(
         tuple, np.column_stack([reference.bboxes.numpy(), reference.scores.numpy(),

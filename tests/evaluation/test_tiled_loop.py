@@ -107,6 +107,14 @@ def test_merge_is_class_wise_and_caps():
     assert len(empty) == 0 and empty.bboxes.shape == (0, 4)
 
 
+def test_class_agnostic_merge_keeps_one_class_per_place():
+    a = instances([[0, 0, 10, 10], [40, 40, 50, 50]], [0.9, 0.6], [0, 1])
+    b = instances([[1, 0, 11, 10]], [0.8], [1])  # IoU 0.82 with a's first, other class
+    merged = merge_tile_predictions([a, b], [(0, 0), (0, 0)], class_agnostic=True)
+    assert merged.labels.tolist() == [0, 1]
+    assert merged.scores.tolist() == pytest.approx([0.9, 0.6])
+
+
 class DarkBlobDetector(BaseModel):
     """Stand-in detector: every dark connected blob of a tile is a cell; the score is
     the blob's area relative to a whole 16 px cell, so cut cells score lower."""

@@ -2,7 +2,8 @@
 
 Large images are predicted patch by patch; the boxes are shifted back to image
 coordinates and the duplicates of cells seen by two overlapping tiles are removed with
-class-wise NMS (Section 3.1.1: "mapped back into the image ... removed with NMS").
+NMS, class-wise by default (Section 3.1.1: "mapped back into the image ... removed
+with NMS").
 
 Before the NMS, each tile keeps only the detections centred in its *core*
 (:func:`tile_cores`): the part of the tile nearer to its middle than to a neighbour's,
@@ -102,6 +103,7 @@ def in_core(bboxes: torch.Tensor, core: Tuple[float, float, float, float]) -> to
 def merge_tile_predictions(tile_preds: Sequence[InstanceData],
                            offsets: Sequence[Tuple[float, float]],
                            nms_iou: float = 0.3,
+                           class_agnostic: bool = False,
                            max_per_img: int = -1,
                            cores: Optional[Sequence[Tuple[float, float, float, float]]]
                            = None) -> InstanceData:
@@ -111,7 +113,8 @@ def merge_tile_predictions(tile_preds: Sequence[InstanceData],
         tile_preds: per tile, ``InstanceData`` with ``bboxes`` (K, 4) in tile
             coordinates, ``scores`` (K,) and ``labels`` (K,).
         offsets: per tile, ``(x0, y0)`` of the tile in image coordinates.
-        nms_iou: IoU threshold of the class-wise NMS over all tiles.
+        nms_iou: IoU threshold of the NMS over all tiles.
+        class_agnostic: one NMS over all classes instead of one per class.
         max_per_img: keep at most this many detections (highest scores); ``-1`` keeps
             all (the model's ``test_cfg`` already caps each tile).
         cores: per tile, its core in image coordinates (:func:`tile_cores`); the
@@ -142,7 +145,8 @@ def merge_tile_predictions(tile_preds: Sequence[InstanceData],
         merged.bboxes, merged.scores, merged.labels = bboxes, scores, labels
         return merged
     dets, keep = batched_nms(bboxes, scores, labels,
-                             dict(type='nms', iou_threshold=nms_iou))
+                             dict(type='nms', iou_threshold=nms_iou),
+                             class_agnostic=class_agnostic)
     if max_per_img > 0:
         dets, keep = dets[:max_per_img], keep[:max_per_img]
     merged.bboxes = dets[:, :4]

@@ -6,7 +6,9 @@ the model's ``test_step`` (its data preprocessor normalises and pads every tile,
 plain checkpoint is used unchanged), the boxes are shifted back to image coordinates,
 each tile keeps the detections centred in its core (the tile less half the overlap
 along each shared edge, :func:`~.tile_merge.tile_cores`) and the rest are merged with
-class-wise NMS. The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
+NMS, class-wise by default (SPEC §6) or across classes (``class_agnostic=True``: a
+nucleus has one type, so of two overlapping boxes of different classes one is a false
+positive). The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
 ``DetVisualizationHook`` for ``--show-dir``) then receive one data sample per whole image,
 carrying its ground truth and the merged ``pred_instances``.
 
@@ -38,8 +40,11 @@ class TiledInferenceMixin:
         overlap (int): overlap of neighbouring tiles in pixels, ``0 <= overlap <
             tile_size``; at least the largest cell, so that a cell cut by one tile's
             edge is whole in the neighbour's core. Defaults to 0.
-        nms_iou (float): IoU threshold of the class-wise NMS merging the tiles.
-            Defaults to 0.3 (SPEC §6).
+        nms_iou (float): IoU threshold of the NMS merging the tiles. Defaults to 0.3
+            (SPEC §6).
+        class_agnostic (bool): merge with one NMS over all classes instead of one per
+            class; pair it with ``class_agnostic=True`` in the model's
+            ``test_cfg.rcnn.nms``. Defaults to False (SPEC §6).
         tile_batch_size (int): tiles per forward pass. Defaults to 8.
         max_per_img (int): cap on the merged detections per image; -1 (default) keeps
             all, each tile being capped by the model's ``test_cfg``.
@@ -49,7 +54,8 @@ class TiledInferenceMixin:
     """
 
     def _init_tiling(self, tile_size: int, overlap: int, nms_iou: float,
-                     tile_batch_size: int, max_per_img: int) -> None:
+                     class_agnostic: bool, tile_batch_size: int,
+                     max_per_img: int) -> None:
         if not (isinstance(tile_size, int) and tile_size > 0):
             raise ValueError(f'{type(self).__name__}: tile_size must be a positive int, '
                              f'got {tile_size!r}')
@@ -65,6 +71,7 @@ class TiledInferenceMixin:
         self.tile_size = tile_size
         self.overlap = overlap
         self.nms_iou = nms_iou
+        self.class_agnostic = class_agnostic
         self.tile_batch_size = tile_batch_size
         self.max_per_img = max_per_img
 
@@ -103,7 +110,8 @@ class TiledInferenceMixin:
             outputs = step(dict(inputs=tiles, data_samples=tile_samples))
             tile_preds.extend(out.pred_instances for out in outputs)
         sample.pred_instances = merge_tile_predictions(
-            tile_preds, offsets, nms_iou=self.nms_iou, max_per_img=self.max_per_img,
+            tile_preds, offsets, nms_iou=self.nms_iou,
+            class_agnostic=self.class_agnostic, max_per_img=self.max_per_img,
             cores=cores)
         return sample
 
@@ -126,17 +134,19 @@ class TiledTestLoop(TiledInferenceMixin, TestLoop):
 
     Args:
         runner, dataloader, evaluator, fp16: as ``mmengine.runner.TestLoop``.
-        tile_size, overlap, nms_iou, tile_batch_size, max_per_img: see
+        tile_size, overlap, nms_iou, class_agnostic, tile_batch_size, max_per_img: see
             :class:`TiledInferenceMixin`.
     """
     stage = 'test'
 
     def __init__(self, runner, dataloader: Union[DataLoader, Dict],
                  evaluator: Union[Evaluator, Dict, List], tile_size: int,
-                 overlap: int = 0, nms_iou: float = 0.3, tile_batch_size: int = 8,
-                 max_per_img: int = -1, fp16: bool = False) -> None:
+                 overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
+                 tile_batch_size: int = 8, max_per_img: int = -1,
+                 fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
-        self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
+        self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
+                          max_per_img)
 
 
 @LOOPS.register_module()
@@ -146,7 +156,9 @@ class TiledValLoop(TiledInferenceMixin, ValLoop):
 
     def __init__(self, runner, dataloader: Union[DataLoader, Dict],
                  evaluator: Union[Evaluator, Dict, List], tile_size: int,
-                 overlap: int = 0, nms_iou: float = 0.3, tile_batch_size: int = 8,
-                 max_per_img: int = -1, fp16: bool = False) -> None:
+                 overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
+                 tile_batch_size: int = 8, max_per_img: int = -1,
+                 fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
-        self._init_tiling(tile_size, overlap, nms_iou, tile_batch_size, max_per_img)
+        self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
+                          max_per_img)

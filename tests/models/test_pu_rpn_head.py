@@ -95,30 +95,55 @@ def sampled_anchors(head, feats, gt, metas):
             torch.cat([w.reshape(-1) for w in weights]), level)
 
 
+def pu_risk(logits, labels, weights):
+    """The paper's L_cls^pu (Section 2.2.1) with H(c,1) = -log s, H(c,0) = -log(1 - s);
+    without positives, the mean H(c,0) over U (SPEC §2.1)."""
+    pos = (labels == 0) & (weights > 0)
+    unl = (labels == 1) & (weights > 0)
+    h1, h0 = -F.logsigmoid(logits), -F.logsigmoid(-logits)
+    n_p, n_u = weights[pos].sum(), weights[unl].sum()
+    marginal = ((weights[unl] * h0[unl]).sum() + (weights[pos] * h0[pos]).sum()) / (
+        n_u + n_p)
+    if n_p == 0:
+        return marginal
+    positive_risk = PRIOR / n_p * (weights[pos] * h1[pos]).sum()
+    negative_risk = marginal - PRIOR / n_p * (weights[pos] * h0[pos]).sum()
+    return positive_risk + torch.clamp(negative_risk, min=0)
+
+
 def test_pu_risk_is_estimated_over_the_whole_batch():
     reference, head = twin_heads(dict(type='PULoss', prior=PRIOR, use_sigmoid=True))
     feats, gt, metas = batch()
     with torch.no_grad():
         logits, labels, weights, level = sampled_anchors(head, feats, gt, metas)
     pos = (labels == 0) & (weights > 0)
-    unl = (labels == 1) & (weights > 0)
     # both images (256 samples each) and positives on more than one level
     assert int((weights > 0).sum()) == 2 * 256
     assert len(level[pos].unique()) > 1
-    # paper's L_cls^pu (Section 2.2.1) with H(c,1) = -log s, H(c,0) = -log(1 - s)
-    h1, h0 = -F.logsigmoid(logits), -F.logsigmoid(-logits)
-    n_p, n_u = weights[pos].sum(), weights[unl].sum()
-    positive_risk = PRIOR / n_p * (weights[pos] * h1[pos]).sum()
-    marginal = ((weights[unl] * h0[unl]).sum() + (weights[pos] * h0[pos]).sum()) / (
-        n_u + n_p)
-    negative_risk = marginal - PRIOR / n_p * (weights[pos] * h0[pos]).sum()
-    expected = positive_risk + torch.clamp(negative_risk, min=0)
+    expected = pu_risk(logits, labels, weights)
 
     actual = rpn_losses(head, feats, gt, metas)['loss_rpn_cls']
     torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-7)
-    # mmdet's per-level calls would give a different (wrong) estimate
+    # mmdet's per-level calls give another estimate (the next test)
     per_level = rpn_losses(reference, feats, gt, metas)['loss_rpn_cls']
     assert not torch.isclose(per_level, expected, rtol=1e-2)
+
+
+def test_rpn_head_sums_one_pu_risk_per_level():
+    """mmdet's RPNHead with PULoss (the synthetic multi-class config): one risk per FPN
+    level, summed; a level whose sampled anchors match no cell is plain negatives."""
+    head, _ = twin_heads(dict(type='PULoss', prior=PRIOR, use_sigmoid=True))
+    feats, gt, metas = batch()
+    with torch.no_grad():
+        logits, labels, weights, level = sampled_anchors(head, feats, gt, metas)
+    sampled = [i for i in range(len(STRIDES)) if (weights[level == i] > 0).any()]
+    with_cells = set(level[(labels == 0) & (weights > 0)].tolist())
+    assert set(sampled) - with_cells, 'a sampled level without positives'
+    expected = sum(pu_risk(logits[level == i], labels[level == i], weights[level == i])
+                   for i in sampled)
+
+    actual = rpn_losses(head, feats, gt, metas)['loss_rpn_cls']
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-7)
 
 
 def test_gradients_reach_exactly_the_levels_with_sampled_anchors():

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import tifffile
 import torch
+from mmengine.config import Config
 from mmengine.model import BaseModel
 from mmengine.structures import InstanceData
-from mmengine.config import Config
 from PIL import Image
 
 from mmdet.models.data_preprocessors import DetDataPreprocessor

@@ -19,8 +19,9 @@ class PURPNHead(RPNHead):
     the results. That is fine for cross entropy, a mean over samples, but the PU risk
     (``PULoss``, paper Section 2.2.1) has a non-linear ``max{0, .}`` and per-set
     normalisers, so the paper's estimate (SPEC §2.1) needs every sampled anchor of the
-    mini-batch at once: all levels and all images. This head computes targets exactly as ``RPNHead`` and
-    concatenates them before one call of ``loss_cls`` and one of ``loss_bbox``.
+    mini-batch at once: all levels and all images. This head computes targets exactly
+    as ``RPNHead`` and concatenates them before one call of ``loss_cls`` and one of
+    ``loss_bbox``.
     (``RPNHead`` with ``PULoss`` estimates one risk per level and sums them instead; the
     synthetic multi-class config does that, measured better there: docs/experiments.md,
     "Multi-class: the RPN risk per FPN level".)

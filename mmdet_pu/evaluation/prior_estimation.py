@@ -53,17 +53,45 @@ with the probability of class ``m``, ``pi_m = (n_p,m + alpha_m n_u) / N``.
 
 The RPN stage uses the label frequency only: it needs no scores beyond the detections.
 
-**Recommendation** (:func:`recommend`): on held-out images (the validation split) BBE,
-on the training images the label frequency. On six synthetic checkpoints BBE on the
-validation split was within 0.005 of the oracle share for the well-trained detectors
+**Risk-matched prior** (the prior to train with). Both estimators above measure the share
+of cells among the samples, the prior under which the PU risk is unbiased when the
+labeled positives score like the unlabeled ones (SCAR). The losses estimate the
+negatives' risk ``(1 - sum_m pi_m) E_N[H(c,bg)]`` by ``E_x[H(c,bg)] - sum_m pi_m
+E_{P_m}[H(c,bg)]`` (paper Eqs. of L_cls^pu and L_cls^mpu). Over the N sampled RoIs,
+with U_m+ the unlabeled positives of class m::
+
+    N E_x[H(c,bg)] = sum_m (sum_{P_m} H(c,bg) + sum_{U_m+} H(c,bg)) + sum_{negatives} H(c,bg)
+
+so the subtraction removes exactly the positives' part when::
+
+    pi_m = (sum_{P_m} H(c,bg) + sum_{U_m+} H(c,bg)) / (N mean_{P_m} H(c,bg))
+         = rho_m + (share_m - rho_m) mean_{U_m+} H(c,bg) / mean_{P_m} H(c,bg)
+
+with ``rho_m = |P_m| / N`` the labeled share and ``share_m = (|P_m| + |U_m+|) / N``.
+Under SCAR the two means agree and ``pi_m`` is the share. A detector scores the labeled
+cells of its training images higher than the unlabeled ones (their own exact boxes are
+among the RoIs, and it has fitted them); there the share subtracts more than the
+positives contribute, the negative risk reaches the ``max{0, .}`` and the detector
+turns bold (docs/experiments.md, "Training with the estimate"). ``U_m+`` are the
+unlabeled samples the assigner gives to the pseudo-complete cells of the label frequency
+(or, with ``--oracle``, to the complete cells); ``H`` is the detector's own, the loss's
+term. On the training images, the samples the loss sees, a detector trained at the
+risk-matched prior gives about that prior back (synthetic binary keep-1: trained at
+0.25, estimate 0.256), so the estimate doubles as a check of the prior a detector was
+trained with.
+
+**Recommendation** (:func:`recommend`): the risk-matched prior on the training images.
+Of the shares, BBE on held-out images (the validation split) followed the oracle share
+most closely: within 0.005 for the well-trained detectors of six synthetic checkpoints
 (0.045 at most), while the label frequency ran 0.01-0.03 above it and 0.10 above for a
 detector with many false positives, each of which counts as a cell. On the training
 images BBE fell 0.04-0.08 below the oracle: there the detector has fitted the labeled
 cells' scores, so P no longer scores like the positives in U (Garg et al. estimate on
-held-out data), and the label frequency did better. When the two estimators disagree by
-more than :data:`DISAGREEMENT` the detector is unreliable (docs/experiments.md,
-"Estimating pi instead of sweeping it").
+held-out data), and the label frequency did better. When the two shares disagree by more
+than :data:`DISAGREEMENT` the detector is unreliable (docs/experiments.md, "Estimating pi
+instead of sweeping it").
 """
+import math
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,14 +104,26 @@ SAME_CELL_IOU = 0.5
 DISAGREEMENT = 0.05
 
 
-def recommend(held_out: bool, bbe_prior: Optional[float]) -> Tuple[str, str]:
+def recommend(held_out: bool, risk_matched_prior: Optional[float],
+              bbe_prior: Optional[float]) -> Tuple[str, str]:
     """The RoI-stage estimator to train with, and why (see the module docstring).
 
     Args:
         held_out: the images were not trained on (the validation split).
+        risk_matched_prior: the risk-matched estimate, None if it has none (a head
+            without a background logit, no labeled RoI, or a prior >= 1).
         bbe_prior: BBE's estimate, None if it has none or its best bin is the whole
             score range (the scores do not separate P from U).
     """
+    if risk_matched_prior is not None:
+        reason = ('the prior at which the PU risk subtracts what the positives '
+                  'contribute to E_x[H(c,bg)] for this detector; the shares (label '
+                  'frequency, BBE) over-correct when it scores its labeled cells higher '
+                  'than the unlabeled ones')
+        if held_out:
+            reason += ('; estimated on held-out images, where the labeled cells are not '
+                       'fitted as in training: --split train is its split')
+        return 'risk_matched', reason
     if bbe_prior is None:
         return 'label_frequency', ('BBE has no usable estimate (no labeled or unlabeled '
                                    'RoIs, or scores that do not separate them)')
@@ -196,7 +236,8 @@ class ImageSamples(NamedTuple):
     RoI stage (K sampled RoIs): ``roi_labels`` the class of the labeled cell a RoI is
     assigned to (P), -1 for U; ``roi_is_gt`` the RoI is a labeled cell's own box (added
     to the proposals); ``roi_scores`` (K, C) class probabilities of the RoI head;
-    ``roi_pseudo`` / ``roi_oracle`` the class the assigner gives with the pseudo-complete
+    ``roi_bg_ce`` (K,) its background cross entropy H(c, bg), None for a head without a
+    background logit; ``roi_pseudo`` / ``roi_oracle`` the class the assigner gives with the pseudo-complete
     / complete cells, -1 for none. RPN stage (A sampled anchors): ``rpn_labeled``,
     ``rpn_pseudo``, ``rpn_oracle`` whether the anchor is positive with the labeled /
     pseudo-complete / complete cells. Cells per class (C,): ``labeled_cells``,
@@ -206,6 +247,7 @@ class ImageSamples(NamedTuple):
     roi_labels: np.ndarray
     roi_is_gt: np.ndarray
     roi_scores: np.ndarray
+    roi_bg_ce: Optional[np.ndarray]
     roi_pseudo: np.ndarray
     roi_oracle: Optional[np.ndarray]
     rpn_labeled: np.ndarray
@@ -233,9 +275,46 @@ def _ratio(num, den) -> List[Optional[float]]:
     return [float(n / d) if d else None for n, d in zip(num, den)]
 
 
+def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndarray,
+                        num_classes: int) -> List[dict]:
+    """Per class the risk-matched prior (module docstring) of the N sampled RoIs.
+
+    Args:
+        bg_ce: (N,) the detector's H(c, bg) of each RoI.
+        labels: (N,) class of the labeled cell of a RoI (P), -1 for unlabeled (U).
+        assigned: (N,) class the assigner gives a RoI with the (pseudo-)complete cells,
+            -1 for none; an unlabeled RoI of class m is in U_m+.
+        num_classes: C.
+
+    Returns:
+        list[dict]: per class ``prior``, ``rho`` (labeled share), ``share`` (share of
+        the class), ``h_p`` and ``h_u`` (mean H(c, bg) over P_m and U_m+, None when
+        U_m+ is empty); or ``prior`` None and ``error``.
+    """
+    n = len(labels)
+    found = []
+    for m in range(num_classes):
+        labeled = labels == m
+        unlabeled = (labels < 0) & (assigned == m)
+        if not labeled.any():
+            found.append(dict(prior=None, error=f'no labeled RoI of class {m} (n_p=0)'))
+            continue
+        h_p = float(bg_ce[labeled].mean())
+        prior = (float(bg_ce[labeled].sum() + bg_ce[unlabeled].sum()) / (n * h_p)
+                 if h_p > 0 else math.inf)
+        if not prior < 1:
+            found.append(dict(prior=None, error=f'class {m}: the labeled RoIs score as '
+                              f'background (mean H(c,bg) {h_p:.3g}), prior {prior:.3g} >= 1'))
+            continue
+        found.append(dict(prior=prior, rho=float(labeled.mean()),
+                          share=float((labeled | unlabeled).mean()), h_p=h_p,
+                          h_u=float(bg_ce[unlabeled].mean()) if unlabeled.any() else None))
+    return found
+
+
 def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
                     delta: float = 0.1, gamma: float = 0.01) -> Dict[str, dict]:
-    """Both estimators (and the oracle, with complete labels) for both stages.
+    """The estimators (and the oracle, with complete labels) for both stages.
 
     Returns:
         dict: ``{'roi': {...}, 'rpn': {...}}``. Per stage the sample counts ``n``,
@@ -244,8 +323,10 @@ def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
         RoIs, ``prior`` for the RPN, and the label frequencies ``c`` per class and
         ``c_all``), ``bbe`` (RoIs only: per class ``prior``, ``alpha``, ``z``, ``n_p``
         (the P scores used), ``q_p``, ``q_u``, ``upper_bound``, ``p_includes_gt``, or
-        ``prior`` None and ``error``).
-        ``oracle`` is None without complete labels.
+        ``prior`` None and ``error``), ``risk_matched`` and ``risk_matched_oracle``
+        (RoIs only, :func:`risk_matched_priors` with the pseudo-complete / complete
+        cells; None for a head without a background logit).
+        ``oracle`` and ``risk_matched_oracle`` are None without complete labels.
     """
     if not images:
         raise ValueError('prior estimation: no images')
@@ -280,11 +361,17 @@ def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
                         q_u=result.q_u, n_p=result.n_p, upper_bound=result.upper_bound,
                         p_includes_gt=p_includes_gt))
 
+    def risk_matched(assigned):
+        if get['roi_bg_ce'] is None or assigned is None:
+            return None
+        return risk_matched_priors(get['roi_bg_ce'], labels, assigned, num_classes)
+
     roi = dict(n=len(labels), n_p=n_p, n_u=int(unlabeled.sum()),
                labeled_cells=get['labeled_cells'].tolist(),
                pseudo_complete_cells=get['pseudo_cells'].tolist(),
                label_frequency=roi_shares(get['roi_pseudo'], get['pseudo_cells']),
-               bbe=bbe, oracle=None)
+               bbe=bbe, risk_matched=risk_matched(get['roi_pseudo']), oracle=None,
+               risk_matched_oracle=risk_matched(get['roi_oracle']))
     rpn_labeled = get['rpn_labeled']
     all_labeled = get['labeled_cells'].sum()
     rpn = dict(n=len(rpn_labeled), n_p=int(rpn_labeled.sum()),

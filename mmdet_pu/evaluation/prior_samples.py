@@ -11,7 +11,8 @@ detector (eval mode, no gradients) and reproduces what training samples:
   proposals), assigned and sampled by ``train_cfg.rcnn`` with the labeled cells (and
   their own boxes added to the proposals when the sampler adds them), as
   ``StandardRoIHead.loss`` does, then scored by the RoI head (class probabilities, the
-  activation the head uses at test time).
+  activation the head uses at test time, and the background cross entropy the PU
+  losses sum).
 
 Each sampled sample is then assigned again, by the same assigner on the same candidates,
 with the pseudo-complete cells (labeled cells + the detector's own detections with
@@ -116,10 +117,12 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
         truths: further cell sets (None entries are skipped).
 
     Returns:
-        tuple: ``(labels, is_gt, scores, truth_classes)`` over the K sampled RoIs:
+        tuple: ``(labels, is_gt, scores, bg_ce, truth_classes)`` over the K sampled RoIs:
         (K,) class of the labeled cell of a positive, -1 for unlabeled; (K,) bool, the
-        RoI is a labeled cell's own box; (K, C) class probabilities; per truth the (K,)
-        assigned classes (-1 for none; None for a None truth).
+        RoI is a labeled cell's own box; (K, C) class probabilities; (K,) the background
+        cross entropy ``H(c, bg) = -log softmax(c)_bg`` that the PU losses sum (None for
+        a head without a background logit); per truth the (K,) assigned classes (-1 for
+        none; None for a None truth).
     """
     priors = get_box_tensor(proposals.bboxes)
     pred = InstanceData(priors=priors)
@@ -143,6 +146,8 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
     cls_score = roi_head._bbox_forward(feats, bbox2roi([candidates[sampled]]))['cls_score']
     probs = (head.loss_cls.get_activation(cls_score) if head.custom_cls_channels
              else F.softmax(cls_score, dim=-1))
+    bg_ce = (-F.log_softmax(cls_score.float(), dim=-1)[:, -1].cpu().numpy()
+             if cls_score.shape[1] == head.num_classes + 1 else None)
     truth_classes = []
     for truth in truths:
         if truth is None:
@@ -152,7 +157,7 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
         classes = assigned_classes(roi_head.bbox_assigner, candidates, bboxes, labels)
         truth_classes.append(classes[sampled].cpu().numpy())
     return (sampled_labels.cpu().numpy(), is_gt.cpu().numpy(),
-            probs[:, :head.num_classes].float().cpu().numpy(), truth_classes)
+            probs[:, :head.num_classes].float().cpu().numpy(), bg_ce, truth_classes)
 
 
 @torch.no_grad()
@@ -206,11 +211,12 @@ def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
         rpn_labeled, rpn_pseudo, rpn_oracle = rpn_samples(
             model.rpn_head, torch.cat(anchors[i]), torch.cat(valid_flags[i]), meta,
             gts[i], ignored, [pseudo, truth])
-        roi_labels, roi_is_gt, roi_scores, (roi_pseudo, roi_oracle) = roi_samples(
-            model.roi_head, [level[i:i + 1] for level in feats], proposals[i], gts[i],
-            ignored, [pseudo, truth])
+        roi_labels, roi_is_gt, roi_scores, roi_bg_ce, (roi_pseudo, roi_oracle) = \
+            roi_samples(model.roi_head, [level[i:i + 1] for level in feats],
+                        proposals[i], gts[i], ignored, [pseudo, truth])
         images.append(ImageSamples(
             roi_labels=roi_labels, roi_is_gt=roi_is_gt, roi_scores=roi_scores,
+            roi_bg_ce=roi_bg_ce,
             roi_pseudo=roi_pseudo, roi_oracle=roi_oracle, rpn_labeled=rpn_labeled,
             rpn_pseudo=rpn_pseudo, rpn_oracle=rpn_oracle,
             labeled_cells=_class_counts(labels, num_classes),

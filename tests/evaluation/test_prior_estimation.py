@@ -1,4 +1,5 @@
-"""Prior estimators (BBE, label frequency) and the samples the two stages draw."""
+"""Prior estimators (BBE, label frequency, risk-matched) and the samples the two stages
+draw."""
 import numpy as np
 import pytest
 import torch
@@ -10,7 +11,8 @@ from mmdet.models.dense_heads import RPNHead
 from mmdet.registry import MODELS
 from mmdet_pu.evaluation.prior_estimation import (ImageSamples, best_bin_estimate,
                                                   estimate_priors, prior_from_mixture,
-                                                  pseudo_complete, recommend)
+                                                  pseudo_complete, recommend,
+                                                  risk_matched_priors)
 from mmdet_pu.evaluation.prior_samples import roi_samples, rpn_samples
 
 
@@ -65,10 +67,16 @@ def test_prior_over_u_and_p():
         prior_from_mixture(0.2, n_p=10, n_u=90, n=50)
 
 
-def test_recommendation_depends_on_held_out_images():
-    assert recommend(held_out=True, bbe_prior=0.3)[0] == 'bbe'
-    assert recommend(held_out=False, bbe_prior=0.3)[0] == 'label_frequency'
-    assert recommend(held_out=True, bbe_prior=None)[0] == 'label_frequency'
+def test_recommendation_prefers_the_risk_matched_prior():
+    assert recommend(False, risk_matched_prior=0.25, bbe_prior=0.3)[0] == 'risk_matched'
+    name, reason = recommend(True, risk_matched_prior=0.25, bbe_prior=0.3)
+    assert name == 'risk_matched' and '--split train' in reason
+    # without it: BBE on held-out images, else the label frequency
+    assert recommend(True, risk_matched_prior=None, bbe_prior=0.3)[0] == 'bbe'
+    assert recommend(False, risk_matched_prior=None, bbe_prior=0.3)[0] == \
+        'label_frequency'
+    assert recommend(True, risk_matched_prior=None, bbe_prior=None)[0] == \
+        'label_frequency'
 
 
 def test_pseudo_complete_adds_only_detections_that_are_new_cells():
@@ -89,11 +97,12 @@ def test_pseudo_complete_adds_only_detections_that_are_new_cells():
 
 def _image(roi_labels, roi_is_gt, roi_scores, roi_pseudo, rpn_labeled, rpn_pseudo,
            labeled_cells, pseudo_cells, roi_oracle=None, rpn_oracle=None,
-           complete_cells=None):
+           complete_cells=None, roi_bg_ce=None):
     array = np.asarray
     return ImageSamples(
         roi_labels=array(roi_labels), roi_is_gt=array(roi_is_gt, bool),
         roi_scores=array(roi_scores, float).reshape(len(roi_labels), -1),
+        roi_bg_ce=None if roi_bg_ce is None else array(roi_bg_ce, float),
         roi_pseudo=array(roi_pseudo), rpn_labeled=array(rpn_labeled, bool),
         rpn_pseudo=array(rpn_pseudo, bool), labeled_cells=array(labeled_cells),
         pseudo_cells=array(pseudo_cells),
@@ -102,17 +111,44 @@ def _image(roi_labels, roi_is_gt, roi_scores, roi_pseudo, rpn_labeled, rpn_pseud
         complete_cells=None if complete_cells is None else array(complete_cells))
 
 
+def test_risk_matched_prior_leaves_the_negatives_risk():
+    # 10 RoIs: 2 labeled (P), 2 unlabeled cells (U+), 6 negatives
+    labels = np.array([0, 0] + [-1] * 8)
+    assigned = np.array([0, 0, 0, 0] + [-1] * 6)
+    h_bg = np.array([2.0, 2.0, 2.0, 2.0] + [0.1] * 6)
+    # SCAR, P scores like U+: the share of cells
+    (scar, ) = risk_matched_priors(h_bg, labels, assigned, 1)
+    assert scar['prior'] == pytest.approx(0.4) and scar['share'] == pytest.approx(0.4)
+    assert (scar['rho'], scar['h_p'], scar['h_u']) == (0.2, 2.0, 2.0)
+    # a detector that has fitted P (H(c,bg) 4 against 2): rho + (share - rho) 2 / 4
+    h_bg[:2] = 4.0
+    (fitted, ) = risk_matched_priors(h_bg, labels, assigned, 1)
+    assert fitted['prior'] == pytest.approx(0.2 + 0.2 * 2 / 4)
+    # the losses' negative part at that prior is the negatives' own term, while the
+    # share subtracts more than the positives contribute
+    negatives = h_bg[4:].sum() / 10
+    assert h_bg.mean() - fitted['prior'] * h_bg[:2].mean() == pytest.approx(negatives)
+    assert h_bg.mean() - 0.4 * h_bg[:2].mean() < negatives
+    # no labeled RoI of a class, or labeled RoIs scored as background: no estimate
+    none, = risk_matched_priors(h_bg, np.full(10, -1), assigned, 1)
+    assert none['prior'] is None and 'n_p=0' in none['error']
+    h_bg[:2] = 1e-3
+    background, = risk_matched_priors(h_bg, labels, assigned, 1)
+    assert background['prior'] is None and '>= 1' in background['error']
+
+
 def test_estimates_count_the_shares_of_each_stage():
     images = [
         # RoIs: a labeled cell's box, a proposal on it, one on an unlabeled cell the
         # detector found, one on a cell it missed, background
         _image(roi_labels=[0, 0, -1, -1, -1], roi_is_gt=[1, 0, 0, 0, 0],
                roi_scores=[0.99, 0.9, 0.9, 0.3, 0.1], roi_pseudo=[0, 0, 0, -1, -1],
-               roi_oracle=[0, 0, 0, 0, -1],
+               roi_oracle=[0, 0, 0, 0, -1], roi_bg_ce=[4.6, 2.3, 2.3, 0.36, 0.1],
                rpn_labeled=[1, 0, 0, 0], rpn_pseudo=[1, 1, 0, 0], rpn_oracle=[1, 1, 1, 0],
                labeled_cells=[1], pseudo_cells=[2], complete_cells=[3]),
         _image(roi_labels=[-1, -1, -1], roi_is_gt=[0, 0, 0], roi_scores=[0.9, 0.1, 0.1],
                roi_pseudo=[0, -1, -1], roi_oracle=[0, -1, -1],
+               roi_bg_ce=[2.3, 0.1, 0.1],
                rpn_labeled=[0, 0], rpn_pseudo=[0, 0], rpn_oracle=[0, 0],
                labeled_cells=[0], pseudo_cells=[1], complete_cells=[1]),
     ]
@@ -128,6 +164,11 @@ def test_estimates_count_the_shares_of_each_stage():
     assert bbe['n_p'] == 1 and not bbe['p_includes_gt']
     assert bbe['alpha'] == pytest.approx(2 / 6) and bbe['z'] == pytest.approx(0.9)
     assert bbe['prior'] == pytest.approx((2 + 2) / 8)
+    # risk-matched: P (4.6, 2.3) and the unlabeled RoIs on pseudo cells (2.3, 2.3) /
+    # on complete cells (those and 0.36), over 8 RoIs in units of P's mean
+    (matched, ), (matched_oracle, ) = roi['risk_matched'], roi['risk_matched_oracle']
+    assert matched['prior'] == pytest.approx((6.9 + 4.6) / (8 * 3.45))
+    assert matched_oracle['prior'] == pytest.approx((6.9 + 4.96) / (8 * 3.45))
     assert (rpn['n'], rpn['n_p'], rpn['n_u']) == (6, 1, 5)
     assert rpn['label_frequency']['prior'] == pytest.approx(2 / 6)
     assert rpn['oracle']['prior'] == pytest.approx(3 / 6)
@@ -148,6 +189,7 @@ def test_multi_class_estimates_and_missing_classes():
     assert roi['bbe'][1]['prior'] == pytest.approx(1 / 4)  # nothing of class 1 in U
     assert roi['bbe'][2]['prior'] is None and 'n_p=0' in roi['bbe'][2]['error']
     assert roi['oracle'] is None and result['rpn']['oracle'] is None
+    assert roi['risk_matched'] is None and roi['risk_matched_oracle'] is None
     with pytest.raises(ValueError, match='expected \\(K, 2\\)'):
         estimate_priors(images, num_classes=2)
 
@@ -217,12 +259,14 @@ def test_roi_samples_mark_labeled_boxes_and_pseudo_cells():
         [36, 36, 52, 52],     # on an unlabeled cell the detector found
         [40, 4, 56, 20]]))    # background
     pseudo = _cells([[4, 4, 20, 20], [36, 36, 52, 52]], [1, 0])
-    labels, is_gt, scores, (pseudo_classes, ) = roi_samples(
+    labels, is_gt, scores, bg_ce, (pseudo_classes, ) = roi_samples(
         roi_head, feats, proposals, labeled, None, [pseudo])
     # sampled: the labeled box itself (added by the sampler), the proposal on it, the
     # two others
     assert sorted(labels.tolist()) == [-1, -1, 1, 1]
     assert is_gt.sum() == 1 and labels[is_gt].tolist() == [1]
     assert scores.shape == (4, 2) and (scores >= 0).all() and (scores.sum(1) <= 1).all()
+    # the PU losses' H(c, bg): -log of the background probability, 1 - the class scores
+    np.testing.assert_allclose(bg_ce, -np.log(1 - scores.sum(1)), rtol=1e-4)
     assert sorted(pseudo_classes.tolist()) == [-1, 0, 1, 1]
     assert (pseudo_classes[labels == 1] == 1).all()

@@ -37,13 +37,16 @@ def test_stage_keys_of_the_shipped_configs():
         stage_prior_keys(ce, 'ce.py')
 
 
-def _estimates(num_classes):
+def _estimates(num_classes, risk_matched=True):
     per_class = [0.1 * (m + 1) for m in range(num_classes)]
     shares = dict(priors=per_class, c=[0.5] * num_classes, c_all=0.5)
+    matched = [dict(prior=p - 0.02, rho=0.05, share=p, h_p=2.0, h_u=1.5)
+               for p in per_class] if risk_matched else None
     return dict(
         roi=dict(n=100, n_p=[5] * num_classes, n_u=100 - 5 * num_classes,
                  labeled_cells=[2] * num_classes, pseudo_complete_cells=[4] * num_classes,
-                 label_frequency=shares, oracle=None,
+                 label_frequency=shares, oracle=None, risk_matched=matched,
+                 risk_matched_oracle=None,
                  bbe=[dict(prior=p + 0.01, alpha=p, z=0.9, q_p=0.5, q_u=0.5 * p, n_p=4,
                            upper_bound=0.5, p_includes_gt=False) for p in per_class]),
         rpn=dict(n=512, n_p=3, n_u=509, oracle=None,
@@ -54,34 +57,49 @@ def test_report_of_a_multi_class_config_gives_fixed_class_priors():
     keys = stage_prior_keys(Config.fromfile(str(CONFIGS / 'pu' / 'nucls_mpu.py')))
     report = estimate.build_report(_estimates(3), keys, ['a', 'b', 'c'], anchor=1,
                                    trained_with=dict(roi=[0.3, 0.2, 0.1], rpn=0.6),
-                                   only_hook=True)
+                                   held_out=False, only_hook=True)
     assert report['anchor_class'] == 'b'
     roi = report['stages']['roi']['estimates']
     assert roi['label_frequency']['value'] == pytest.approx(0.2)  # the anchor class
     assert roi['bbe']['value'] == pytest.approx(0.21)
     assert roi['bbe']['per_class']['c']['alpha'] == pytest.approx(0.3)
-    # estimated on held-out images: BBE, one prior per class, the RPN at its own
-    assert report['recommended']['estimator'] == 'bbe'
-    assert (report['recommended']['roi'], report['recommended']['rpn']) == (0.21, 0.00612)
-    assert report['recommended']['priors'] == [0.11, 0.21, 0.31]
+    assert roi['risk_matched']['value'] == pytest.approx(0.18)
+    assert roi['risk_matched']['per_class']['c']['h_u'] == 1.5
+    # the risk-matched prior, one per class, the RPN at its own label frequency
+    assert report['recommended']['estimator'] == 'risk_matched'
+    assert 'held-out' not in report['recommended']['reason']
+    assert (report['recommended']['roi'], report['recommended']['rpn']) == (0.18, 0.00612)
+    assert report['recommended']['priors'] == [0.08, 0.18, 0.28]
     assert report['cfg_options'] == [
-        'model.roi_head.bbox_head.loss_cls.priors=[0.11, 0.21, 0.31]',
+        'model.roi_head.bbox_head.loss_cls.priors=[0.08, 0.18, 0.28]',
         'model.rpn_head.loss_cls.prior=0.00612', 'custom_hooks=[]']
     # the update rule's own option, what tools/sweep_prior.py --estimate varies; the
     # hook sets the RPN prior to the sum of the class priors
-    assert report['cfg_options_update_rule'] == ['custom_hooks.0.anchor_prior=0.21']
+    assert report['cfg_options_update_rule'] == ['custom_hooks.0.anchor_prior=0.18']
     assert report['notes'] == [] and report['warnings'] == []
     table = estimate.format_table(report).splitlines()
     assert table[-3:] == [
         'anchor class: b',
-        'recommended (bbe): --cfg-options model.roi_head.bbox_head.loss_cls.priors='
-        '[0.11, 0.21, 0.31] model.rpn_head.loss_cls.prior=0.00612 custom_hooks=[]',
+        'recommended (risk_matched): --cfg-options model.roi_head.bbox_head.loss_cls.'
+        'priors=[0.08, 0.18, 0.28] model.rpn_head.loss_cls.prior=0.00612 custom_hooks=[]',
         "with the PriorUpdateHook's update rule instead: --cfg-options "
-        'custom_hooks.0.anchor_prior=0.21']
-    # estimated on the training images: the label frequency; another custom hook: the
-    # prior hook cannot be dropped by an option, a note says so; a hook that leaves the
-    # RPN prior alone trains it at its estimate with the update rule too
-    other_hooks = estimate.build_report(_estimates(3), keys._replace(rpn_by_hook=False),
+        'custom_hooks.0.anchor_prior=0.18']
+    # on held-out images the reason says that the training split is its split
+    held_out = estimate.build_report(_estimates(3), keys, ['a', 'b', 'c'], 1,
+                                     dict(roi=None, rpn=None))
+    assert held_out['recommended']['estimator'] == 'risk_matched'
+    assert '--split train is its split' in held_out['recommended']['reason']
+    # without a risk-matched estimate (a head without a background logit): BBE on
+    # held-out images ...
+    no_match = estimate.build_report(_estimates(3, risk_matched=False), keys,
+                                     ['a', 'b', 'c'], 1, dict(roi=None, rpn=None))
+    assert no_match['recommended']['estimator'] == 'bbe'
+    assert no_match['recommended']['priors'] == [0.11, 0.21, 0.31]
+    # ... the label frequency on the training images; another custom hook: the prior
+    # hook cannot be dropped by an option, a note says so; a hook that leaves the RPN
+    # prior alone trains it at its estimate with the update rule too
+    other_hooks = estimate.build_report(_estimates(3, risk_matched=False),
+                                        keys._replace(rpn_by_hook=False),
                                         ['a', 'b', 'c'], 1, dict(roi=None, rpn=None),
                                         held_out=False)
     assert other_hooks['recommended']['estimator'] == 'label_frequency'
@@ -95,22 +113,22 @@ def test_report_of_a_multi_class_config_gives_fixed_class_priors():
                                     'as well']
 
 
-def test_report_of_fixed_class_priors_fills_a_missing_bbe_class():
-    """A config without the hook (fixed priors); BBE has no estimate for class c."""
+def test_report_of_fixed_class_priors_fills_a_missing_class():
+    """A config without the hook (fixed priors); class c has no risk-matched estimate."""
     cfg = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_multi_cap2_mpu.py'))
     keys = stage_prior_keys(cfg)
     assert keys == (ROI_PRIORS_KEY, RPN_PRIOR_KEY, False)
     estimates = _estimates(3)
-    estimates['roi']['bbe'][2]['prior'] = None
+    estimates['roi']['risk_matched'][2] = dict(prior=None, error='n_p=0')
     report = estimate.build_report(estimates, keys, ['a', 'b', 'c'], 0,
-                                   dict(roi=[0.2, 0.1, 0.1], rpn=0.4))
-    assert report['recommended']['priors'] == [0.11, 0.21, 0.3]
+                                   dict(roi=[0.2, 0.1, 0.1], rpn=0.4), held_out=False)
+    assert report['recommended']['priors'] == [0.08, 0.18, 0.3]
     assert report['cfg_options'] == [
-        'model.roi_head.bbox_head.loss_cls.priors=[0.11, 0.21, 0.3]',
+        'model.roi_head.bbox_head.loss_cls.priors=[0.08, 0.18, 0.3]',
         'model.rpn_head.loss_cls.prior=0.00612']
     assert 'cfg_options_update_rule' not in report
-    assert report['notes'][0] == ('c: no bbe estimate (no labeled RoI of the class), '
-                                  'the label frequency is used')
+    assert report['notes'][0] == ('c: no risk_matched estimate (no labeled RoI of the '
+                                  'class), the label frequency is used')
 
 
 def test_report_warns_when_the_detector_cannot_support_an_estimate():
@@ -120,6 +138,7 @@ def test_report_warns_when_the_detector_cannot_support_an_estimate():
     keys = stage_prior_keys(Config.fromfile(
         str(CONFIGS / 'synthetic' / 'synthetic_keep1_pu.py')))
     estimates['roi']['bbe'][0]['prior'] = 0.9
+    estimates['roi']['risk_matched'] = None
     report = estimate.build_report(estimates, keys, ['cell'], 0, dict(roi=0.25, rpn=0.006))
     assert len(report['warnings']) == 3
     assert 'the RoI estimates differ by 0.800 (> 0.05)' in report['warnings'][0]
@@ -129,6 +148,10 @@ def test_report_warns_when_the_detector_cannot_support_an_estimate():
     # such a BBE estimate is not used
     assert report['recommended']['estimator'] == 'label_frequency'
     assert 'no usable estimate' in report['recommended']['reason']
+    # on the training images BBE falls low by design: the shares are not compared
+    train = estimate.build_report(estimates, keys, ['cell'], 0, dict(roi=0.25, rpn=0.006),
+                                  held_out=False)
+    assert len(train['warnings']) == 2 and 'differ' not in train['warnings'][0]
 
 
 def test_even_indices():
@@ -178,6 +201,14 @@ def test_estimate_on_a_tiny_trained_model(trained, capsys):
     assert rpn['estimates']['oracle']['value'] > rpn['n_p'] / rpn['n']
     bbe = roi['estimates']['bbe']['per_class']['cell0']
     assert bbe['prior'] is None or labeled_share <= bbe['prior'] <= 1
+    # the risk-matched priors (pseudo-complete and complete cells) lie between the
+    # labeled share and 1; estimated on the training images (the default split)
+    for name in ('risk_matched', 'risk_matched_oracle'):
+        matched = roi['estimates'][name]['per_class']['cell0']
+        assert labeled_share == pytest.approx(matched['rho'])
+        assert labeled_share <= matched['prior'] < 1
+    assert report['split'] == 'train'
+    assert report['recommended']['estimator'] == 'risk_matched'
     recommended = report['recommended']['estimator']
     assert report['recommended']['roi'] == float(
         f'{roi["estimates"][recommended]["value"]:.3g}')
@@ -199,7 +230,7 @@ def test_estimate_on_a_tiny_trained_model(trained, capsys):
 
 def test_oracle_needs_a_cell_dataset(trained):
     config, checkpoint, _ = trained
-    with pytest.raises(ValueError, match='val_dataloader.dataset is a CocoDataset: '
+    with pytest.raises(ValueError, match='train_dataloader.dataset is a CocoDataset: '
                        '--oracle needs a CellCocoDataset'):
         estimate.main([config, checkpoint, '--oracle', '--cfg-options',
-                       'val_dataloader.dataset.type=CocoDataset'])
+                       'train_dataloader.dataset.type=CocoDataset'])

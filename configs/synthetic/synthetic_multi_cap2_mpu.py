@@ -9,10 +9,11 @@
 # the share of cells among the samples of each stage, so that each stage trains at its
 # own prior, as in the binary configs. (The tool now recommends the risk-matched prior
 # of the training split, 0.174 / 0.086 / 0.082 here: test F1 0.992 against 0.993 for
-# these, both with PURPNHead; docs/experiments.md, "With the risk-matched prior".) The update rule sets
-# pi_m = pi_1 N_m / N_1 from detection counts, but a large tumor nucleus is covered by more RoIs than a lymphocyte,
-# so no pi_1 gives every class its share: at pi_1 = 0.1 the tumor prior sat at half of
-# its share and tumor recall suffered; at 0.15 the stromal prior ran away to 0.79.
+# these, both with PURPNHead; docs/experiments.md, "With the risk-matched prior".)
+# The update rule sets pi_m = pi_1 N_m / N_1 from detection counts, but a large tumor
+# nucleus is covered by more RoIs than a lymphocyte, so no pi_1 gives every class its
+# share: at pi_1 = 0.1 the tumor prior sat at half of its share and tumor recall
+# suffered; at 0.15 the stromal prior ran away to 0.79.
 #
 # The RPN's PU risk is evaluated per FPN level (mmdet's RPNHead calls PULoss once per
 # level and sums), not once over the batch as SPEC §2.1 and the binary configs do

@@ -6,6 +6,7 @@ _base_ = ['./synthetic_keep1_pu.py']
 deletion = dict(_base_.deletion, k=5)
 train_dataloader = dict(dataset=dict(deletion=deletion))
 val_dataloader = dict(dataset=dict(deletion=deletion))
-# The keep-1 config's priors, RoI 0.25 and RPN 0.006. Measured over seeds 0-2 (test F1):
-# 0.945 at 0.25, 0.949 at 0.3, 0.906 at 0.4 (the paper's recall criterion's choice) and
-# 0.837 at the estimated share of cells among the RoIs (0.43).
+# The keep-1 config's priors, RoI 0.25 and RPN 0.006. Measured over seeds 0-2 (test F1,
+# docs/experiments.md, "With the risk-matched prior"): 0.992 at 0.25, 0.995 at 0.3,
+# 0.961 at 0.4 (the paper's recall criterion's choice) and 0.965 at the risk-matched
+# estimate of tools/estimate_prior.py (0.38-0.40, RPN 0.031).

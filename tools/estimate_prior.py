@@ -373,7 +373,9 @@ def main(argv=None):
                                    'another image; the two datasets differ')
             truth = [item['data_samples'].gt_instances.to(device)]
         images += sample_stages(model, batch, args.score_thr, truth)
-    estimates = estimate_priors(images, num_classes)
+    estimates = estimate_priors(
+        images, num_classes,
+        estimator=getattr(model.roi_head.bbox_head.loss_cls, 'estimator', 'union'))
 
     report = dict(config=args.config, checkpoint=args.checkpoint, split=args.split,
                   images=len(indices), score_thr=args.score_thr, seed=args.seed,

@@ -276,8 +276,12 @@ def _ratio(num, den) -> List[Optional[float]]:
 
 
 def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndarray,
-                        num_classes: int) -> List[dict]:
+                        num_classes: int, estimator: str = 'union') -> List[dict]:
     """Per class the risk-matched prior (module docstring) of the N sampled RoIs.
+
+    With the naive approximation (the loss's ``estimator='unlabeled'``, E_x[H(c,bg)]
+    over U only) the positives' part of that mean is ``sum_{U_m+} H(c,bg) / |U|``, and
+    ``pi_m = sum_{U_m+} H(c,bg) / (|U| mean_{P_m} H(c,bg))``.
 
     Args:
         bg_ce: (N,) the detector's H(c, bg) of each RoI.
@@ -285,13 +289,16 @@ def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndar
         assigned: (N,) class the assigner gives a RoI with the (pseudo-)complete cells,
             -1 for none; an unlabeled RoI of class m is in U_m+.
         num_classes: C.
+        estimator: the loss's estimate of E_x[H(c,bg)], ``'union'`` (U ∪ P) or
+            ``'unlabeled'`` (U).
 
     Returns:
         list[dict]: per class ``prior``, ``rho`` (labeled share), ``share`` (share of
         the class), ``h_p`` and ``h_u`` (mean H(c, bg) over P_m and U_m+, None when
         U_m+ is empty); or ``prior`` None and ``error``.
     """
-    n = len(labels)
+    union = estimator == 'union'
+    n = len(labels) if union else int((labels < 0).sum())
     found = []
     for m in range(num_classes):
         labeled = labels == m
@@ -300,8 +307,9 @@ def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndar
             found.append(dict(prior=None, error=f'no labeled RoI of class {m} (n_p=0)'))
             continue
         h_p = float(bg_ce[labeled].mean())
-        prior = (float(bg_ce[labeled].sum() + bg_ce[unlabeled].sum()) / (n * h_p)
-                 if h_p > 0 else math.inf)
+        positives = float(bg_ce[unlabeled].sum()) + (float(bg_ce[labeled].sum()) if union
+                                                     else 0.0)
+        prior = positives / (n * h_p) if h_p > 0 and n else math.inf
         if not prior < 1:
             found.append(dict(prior=None, error=f'class {m}: the labeled RoIs score as '
                               f'background (mean H(c,bg) {h_p:.3g}), prior {prior:.3g} >= 1'))
@@ -313,8 +321,12 @@ def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndar
 
 
 def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
-                    delta: float = 0.1, gamma: float = 0.01) -> Dict[str, dict]:
+                    delta: float = 0.1, gamma: float = 0.01,
+                    estimator: str = 'union') -> Dict[str, dict]:
     """The estimators (and the oracle, with complete labels) for both stages.
+
+    ``estimator`` is the RoI loss's estimate of E_x[H(c,bg)] (``'union'`` or the naive
+    ``'unlabeled'``), which the risk-matched prior depends on.
 
     Returns:
         dict: ``{'roi': {...}, 'rpn': {...}}``. Per stage the sample counts ``n``,
@@ -364,7 +376,8 @@ def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
     def risk_matched(assigned):
         if get['roi_bg_ce'] is None or assigned is None:
             return None
-        return risk_matched_priors(get['roi_bg_ce'], labels, assigned, num_classes)
+        return risk_matched_priors(get['roi_bg_ce'], labels, assigned, num_classes,
+                                   estimator)
 
     roi = dict(n=len(labels), n_p=n_p, n_u=int(unlabeled.sum()),
                labeled_cells=get['labeled_cells'].tolist(),

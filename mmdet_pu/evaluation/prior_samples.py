@@ -33,6 +33,7 @@ from mmdet.models.task_modules.prior_generators import anchor_inside_flags
 from mmdet.models.utils import unpack_gt_instances
 from mmdet.structures.bbox import bbox2roi, get_box_tensor
 
+from ..models.losses.pu_loss import cross_entropy_terms
 from .prior_estimation import ImageSamples, pseudo_complete
 
 
@@ -120,8 +121,8 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
         tuple: ``(labels, is_gt, scores, bg_ce, truth_classes)`` over the K sampled RoIs:
         (K,) class of the labeled cell of a positive, -1 for unlabeled; (K,) bool, the
         RoI is a labeled cell's own box; (K, C) class probabilities; (K,) the background
-        cross entropy ``H(c, bg) = -log softmax(c)_bg`` that the PU losses sum (None for
-        a head without a background logit); per truth the (K,) assigned classes (-1 for
+        cross entropy ``H(c, bg)`` of the PU losses (their ``cross_entropy_terms``; None
+        for a head without a background logit); per truth the (K,) assigned classes (-1 for
         none; None for a None truth).
     """
     priors = get_box_tensor(proposals.bboxes)
@@ -146,8 +147,11 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
     cls_score = roi_head._bbox_forward(feats, bbox2roi([candidates[sampled]]))['cls_score']
     probs = (head.loss_cls.get_activation(cls_score) if head.custom_cls_channels
              else F.softmax(cls_score, dim=-1))
-    bg_ce = (-F.log_softmax(cls_score.float(), dim=-1)[:, -1].cpu().numpy()
-             if cls_score.shape[1] == head.num_classes + 1 else None)
+    bg_ce = None
+    if cls_score.shape[1] == head.num_classes + 1:  # softmax with a background logit
+        loss_labels = torch.where(sampled_labels >= 0, sampled_labels, head.num_classes)
+        bg_ce = cross_entropy_terms(cls_score.float(), loss_labels,
+                                    use_sigmoid=False)[1].cpu().numpy()
     truth_classes = []
     for truth in truths:
         if truth is None:

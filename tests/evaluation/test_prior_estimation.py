@@ -129,6 +129,11 @@ def test_risk_matched_prior_leaves_the_negatives_risk():
     negatives = h_bg[4:].sum() / 10
     assert h_bg.mean() - fitted['prior'] * h_bg[:2].mean() == pytest.approx(negatives)
     assert h_bg.mean() - 0.4 * h_bg[:2].mean() < negatives
+    # the naive approximation, E_x over U only: sum_U+ H / (|U| mean_P H)
+    (naive, ) = risk_matched_priors(h_bg, labels, assigned, 1, estimator='unlabeled')
+    assert naive['prior'] == pytest.approx(2 * 2.0 / (8 * 4.0))
+    assert h_bg[2:].mean() - naive['prior'] * h_bg[:2].mean() == pytest.approx(
+        h_bg[4:].sum() / 8)
     # no labeled RoI of a class, or labeled RoIs scored as background: no estimate
     none, = risk_matched_priors(h_bg, np.full(10, -1), assigned, 1)
     assert none['prior'] is None and 'n_p=0' in none['error']

@@ -7,19 +7,16 @@
 _base_ = [
     '../_base_/models/faster-rcnn_r18-slim_fpn.py',
     '../_base_/datasets/synthetic_multi.py',
-    '../_base_/deletion/cap10_per_class.py',
+    '../_base_/deletion/cap2_per_class.py',
     '../_base_/methods/mpu.py',
     '../_base_/schedules/cpu_short.py',
     '../_base_/default_runtime.py',
 ]
-# 5-10 tumor, 4-10 lymphocyte and 3-7 stromal nuclei per tile: a cap of ten would delete
-# almost nothing, two leaves a sparse annotation like NuCLS's.
-deletion = dict(_base_.deletion, k=2)
 model = dict(
     rpn_head=_base_.rpn_head,
     roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=deletion))
-val_dataloader = dict(dataset=dict(deletion=deletion))
+train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
 # Priors at the synthetic cell density (the binary variant uses pi = 0.15 for ~14 cells
 # per tile): pi_1 = 0.1 for the most annotated class; the hook derives the others.
 # Randomly initialised, the detector first finds the anchor class only, which would set

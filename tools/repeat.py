@@ -54,7 +54,8 @@ from pathlib import Path
 
 from mmengine.config import Config, DictAction
 
-from mmdet_pu.apis.runs import Run, fold_options, run_all, run_dir, write_atomic
+from mmdet_pu.apis.runs import (Run, check_run_arguments, fold_options, run_all, run_dir,
+                                write_atomic)
 from mmdet_pu.evaluation.comparison import (OVERALL, build_table, draw_rates, footnote,
                                             format_markdown, load_runs, table_dict)
 
@@ -101,14 +102,8 @@ def parse_args(argv=None):
     for name in [args.ref, *args.untested]:
         if name not in args.names:
             parser.error(f'{name!r} is not one of the methods {args.names}')
-    for flag, values in (('--seeds', args.seeds), ('--folds', args.folds or [])):
-        if len(set(values)) != len(values):
-            parser.error(f'{flag} repeat: {values}')
-    if args.jobs < 1:
-        parser.error(f'--jobs must be >= 1, got {args.jobs}')
-    for option in args.cfg_options:
-        if option.split('=')[0].startswith('randomness.seed'):
-            parser.error(f'--cfg-options {option}: the seed is set by --seeds')
+    check_run_arguments(parser, args.jobs, args.cfg_options, seeds=args.seeds,
+                        folds=args.folds or [])
     return args
 
 

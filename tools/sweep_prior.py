@@ -88,14 +88,14 @@ from mmengine.config import Config, DictAction
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
 from mmdet_pu.apis.runs import write_atomic
-from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
+from mmdet_pu.evaluation.prior_selection import (COLUMNS, SELECTION_METRIC,
+                                                 add_selection_arguments, choose,
+                                                 choose_by_pu_criterion, read_val_metrics,
+                                                 recall_band)
 
 TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
-SELECTION_METRIC = 'avg_recall'
 SELECTIONS = {'recall': f'cell/{SELECTION_METRIC} on the validation set',
               'pu': "Lee & Liu's r^2 / Pr[f(x) = 1] on the validation set"}
-COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
-           'pooled_f1')
 
 
 def parse_args(argv=None):
@@ -118,12 +118,7 @@ def parse_args(argv=None):
     parser.add_argument('--select', choices=tuple(SELECTIONS), default='recall',
                         help='selection criterion: validation average recall (the '
                         "paper's, default) or Lee & Liu's PU criterion")
-    parser.add_argument('--band', type=float, default=0.02,
-                        help='recall band: values whose validation average recall is '
-                        'within BAND of the best (default 0.02)')
-    parser.add_argument('--key', action='append', dest='keys', metavar='KEY',
-                        help='config key holding the prior (repeatable); default: '
-                        'found in the config, see below')
+    add_selection_arguments(parser)
     parser.add_argument('--work-dir', help='sweep folder (default: '
                         'work_dirs/<config name>_prior_sweep)')
     parser.add_argument('--dry-run', action='store_true',
@@ -140,8 +135,6 @@ def parse_args(argv=None):
         parser.error('--range and --estimate do not combine (--values does)')
     if args.estimate is None and (args.width is not None or args.num is not None):
         parser.error('--width and --num need --estimate')
-    if not 0 <= args.band < 1:
-        parser.error(f'--band {args.band}: expected 0 <= BAND < 1')
     args.width = 0.2 if args.width is None else args.width
     args.num = 3 if args.num is None else args.num
     if args.work_dir is None:
@@ -245,30 +238,6 @@ def train_command(config, run_dir, keys, value, cfg_options):
             '--cfg-options', *options]
 
 
-def read_val_metrics(run_dir):
-    """Summary metrics of the run's last validation, or None if it has none yet.
-
-    Also ``counts``: per class the labeled cells matched (``tp``), the detections
-    (``detections``) and the labeled cells (``num_gt``) over the validation images (the
-    metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
-    criterion needs.
-    """
-    path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
-    if not osp.exists(path):
-        return None
-    with open(path) as f:
-        report = json.load(f)
-    head = f'{report["prefix"]}/' if report.get('prefix') else ''
-    values = {k: report['metrics'][head + k] for k in COLUMNS}
-    metrics = {k: float('nan') if v is None else float(v) for k, v in values.items()}
-    tp, fp, fn = (np.array([report['metrics'][f'{head}{name}/{k}']
-                            for name in report['classes']], dtype=np.int64)
-                  for k in ('tp', 'fp', 'fn'))
-    metrics['counts'] = dict(tp=tp, detections=tp + fp, num_gt=tp + fn,
-                             num_images=len(report['images']))
-    return metrics
-
-
 def trained_options(run_dir, config, options):
     """``options`` (``key=value``) with the values the run in ``run_dir`` was trained
     with, read from the config that mmengine dumped there; ``options`` unchanged when
@@ -287,59 +256,6 @@ def last_checkpoint(run_dir):
         return None
     with open(path) as f:
         return f.read().strip()
-
-
-def choose(rows):
-    """Best validation average recall; NaN never wins; ties go to the smaller prior."""
-    def rank(row):
-        recall = row[SELECTION_METRIC]
-        return (-(recall if not math.isnan(recall) else -math.inf), row['prior'])
-    return min(rows, key=rank)
-
-
-def choose_by_pu_criterion(rows):
-    """The row with the best Lee & Liu criterion; sets every row's ``pu_criterion``.
-
-    ``pu_criterion`` is the mean over the classes with labeled cells of r^2 / Pr[f(x)=1]
-    divided by the class's maximum over the rows (1 for the best value of a class).
-    Ties go to the smaller prior.
-    """
-    rows = sorted(rows, key=lambda row: row['prior'])
-    counts = [row['counts'] for row in rows]
-    num_gt, num_images = counts[0]['num_gt'], counts[0]['num_images']
-    for row, count in zip(rows, counts):
-        if not np.array_equal(count['num_gt'], num_gt) or \
-                count['num_images'] != num_images:
-            raise ValueError(
-                f'{row["run_dir"]}: validated on {count["num_images"]} images with '
-                f'{count["num_gt"].tolist()} labeled cells per class, '
-                f'{rows[0]["run_dir"]} on {num_images} with {num_gt.tolist()}; the PU '
-                'criterion compares runs on the same validation labels only')
-    scores = normalised_criterion(pu_threshold_criterion(
-        np.stack([c['tp'] for c in counts], axis=1),
-        np.stack([c['detections'] for c in counts], axis=1), num_gt, num_images))
-    if scores is None:
-        raise RuntimeError('no run detects a labeled validation cell: the PU criterion '
-                           'cannot choose (see the runs\' validation results)')
-    for row, value in zip(rows, scores):
-        row['pu_criterion'] = float(value)
-    return rows[int(np.argmax(scores))]
-
-
-def recall_band(rows, band):
-    """The values whose validation average recall is within ``band`` of the best.
-
-    Returns a dict with the ``tolerance``, the best ``recall``, the ``values`` in the
-    band (sorted) and its ``low`` and ``high`` ends. A value without a recall (NaN) is
-    never in it.
-    """
-    recalls = [row[SELECTION_METRIC] for row in rows]
-    best = max((r for r in recalls if not math.isnan(r)), default=math.nan)
-    values = sorted(row['prior'] for row in rows
-                    if not math.isnan(row[SELECTION_METRIC])
-                    and row[SELECTION_METRIC] >= best - band - 1e-12)
-    return dict(tolerance=band, recall=None if math.isnan(best) else best, values=values,
-                low=values[0] if values else None, high=values[-1] if values else None)
 
 
 def write_csv(path, rows):

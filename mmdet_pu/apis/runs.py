@@ -55,6 +55,20 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
+def check_run_arguments(parser, jobs: int, cfg_options: Sequence[str], **lists) -> None:
+    """Argument checks of the tools that schedule runs over seeds (``parser.error`` on
+    failure): no value repeated in the ``lists`` (``seeds=[0, 1]``, named as the flag),
+    ``jobs >= 1``, and no ``randomness.seed`` in ``cfg_options`` (each run sets its own)."""
+    for name, values in lists.items():
+        if len(set(values)) != len(values):
+            parser.error(f'--{name} repeat: {values}')
+    if jobs < 1:
+        parser.error(f'--jobs must be >= 1, got {jobs}')
+    for option in cfg_options:
+        if option.split('=')[0].startswith('randomness.seed'):
+            parser.error(f'--cfg-options {option}: the seed is set by --seeds')
+
+
 def run_dir(work_dir: str, config: str, seed: int, fold: Optional[int] = None) -> str:
     """``<work_dir>/<config stem>/seed<seed>[_fold<fold>]``."""
     name = f'seed{seed}' if fold is None else f'seed{seed}_fold{fold}'

@@ -8,8 +8,9 @@
 # provisional detector synthetic_multi_cap2_mpu_prior_update.py trained with seed 0:
 # the share of cells among the samples of each stage, so that each stage trains at its
 # own prior, as in the binary configs. (The tool now recommends the risk-matched prior
-# of the training split, 0.174 / 0.086 / 0.082 here: test F1 0.992 against 0.993 for
-# these, both with PURPNHead; docs/experiments.md, "With the risk-matched prior".)
+# of the training split, 0.174 / 0.086 / 0.082 from this detector: test F1 0.992 against
+# 0.993 for these, both with PURPNHead, and 0.995 with each seed's own estimate;
+# docs/experiments.md, "With the risk-matched prior".)
 # The update rule sets pi_m = pi_1 N_m / N_1 from detection counts, but a large tumor
 # nucleus is covered by more RoIs than a lymphocyte, so no pi_1 gives every class its
 # share: at pi_1 = 0.1 the tumor prior sat at half of its share and tumor recall

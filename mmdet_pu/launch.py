@@ -1,9 +1,21 @@
 """Config loading and launch settings shared by ``tools/train.py`` and ``tools/test.py``."""
+import argparse
 import os.path as osp
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
+
+
+def parse_cfg_options(options):
+    """``['a.b=1', ...]`` as the dict mmengine's ``DictAction`` builds for the tools'
+    ``--cfg-options`` ({} for none): for tools that pass options on to other tools and
+    read the config themselves too."""
+    if not options:
+        return {}
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    return parser.parse_args(['--cfg-options', *options]).cfg_options
 
 
 def load_config(config, cfg_options=None, work_dir=None, launcher='none'):

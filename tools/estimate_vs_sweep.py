@@ -50,14 +50,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key
 from mmdet_pu.apis.runs import (Run, available_cores, check_run_arguments, run_all,
-                                write_atomic)
+                                tool_env, write_atomic)
+from mmdet_pu.evaluation.comparison import load_report, metric
 from mmdet_pu.evaluation.prior_selection import (add_selection_arguments, choose,
                                                  choose_by_pu_criterion, read_val_metrics,
                                                  recall_band)
+from mmdet_pu.launch import parse_cfg_options
 
 TOOLS_DIR = Path(__file__).resolve().parent
 TEST_F1 = 'avg_f1'
@@ -103,15 +105,6 @@ def parse_args(argv=None):
     return args
 
 
-def load_cfg(config, cfg_options):
-    cfg = Config.fromfile(config)
-    if cfg_options:
-        parser = argparse.ArgumentParser()
-        parser.add_argument('--cfg-options', nargs='+', action=DictAction)
-        cfg.merge_from_dict(parser.parse_args(['--cfg-options', *cfg_options]).cfg_options)
-    return cfg
-
-
 def prior_keys_and_provisional(cfg, config_file, keys=None, provisional=None):
     """The keys the sweep sets and the provisional prior (default: the config's)."""
     keys = keys or find_prior_keys(cfg)
@@ -151,17 +144,14 @@ def read_estimate(path):
 
 def run_estimate(args, provisional_run, out):
     """``tools/estimate_prior.py`` on the provisional run's checkpoint, into ``out``."""
-    with open(osp.join(provisional_run.work_dir, 'last_checkpoint')) as f:
-        checkpoint = f.read().strip()
+    checkpoint = provisional_run.last_checkpoint()
     command = [sys.executable, str(TOOLS_DIR / 'estimate_prior.py'), args.config,
                checkpoint, '--out', out, *args.estimate_options,
                '--cfg-options', *provisional_run.options]
-    env = dict(os.environ, OMP_NUM_THREADS=str(available_cores()))
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(TOOLS_DIR.parent),
-                                                      env.get('PYTHONPATH')]))
     log = osp.join(osp.dirname(out), 'estimate_prior.log')
     with open(log, 'w') as f:
-        result = subprocess.run(command, env=env, stdout=f, stderr=subprocess.STDOUT)
+        result = subprocess.run(command, env=tool_env(available_cores(), TOOLS_DIR),
+                                stdout=f, stderr=subprocess.STDOUT)
     estimate = read_estimate(out)
     if result.returncode != 0 or estimate is None:
         with open(log, errors='replace') as f:
@@ -177,10 +167,7 @@ def run_row(run, prior):
     if metrics is None:
         raise RuntimeError(f'{run.work_dir}: no cell_metrics/val_per_image.json; the '
                            'config must validate at the end of training')
-    with open(run.report) as f:
-        test = json.load(f)
-    head = f'{test["prefix"]}/' if test.get('prefix') else ''
-    value = test['metrics'][head + TEST_F1]
+    value = metric(load_report(run.report), TEST_F1)
     return dict(prior=prior, run_dir=run.work_dir, test_f1=math.nan if value is None
                 else float(value), **metrics)
 
@@ -315,7 +302,8 @@ def echo(message):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        cfg = load_cfg(args.config, args.cfg_options)
+        cfg = Config.fromfile(args.config)
+        cfg.merge_from_dict(parse_cfg_options(args.cfg_options))
         keys, provisional = prior_keys_and_provisional(cfg, args.config, args.keys,
                                                        args.provisional)
         values = sorted(set(args.values) | {provisional})

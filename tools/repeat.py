@@ -52,12 +52,13 @@ import os.path as osp
 import sys
 from pathlib import Path
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from mmdet_pu.apis.runs import (Run, check_run_arguments, fold_options, run_all, run_dir,
                                 write_atomic)
 from mmdet_pu.evaluation.comparison import (OVERALL, build_table, draw_rates, footnote,
                                             format_markdown, load_runs, table_dict)
+from mmdet_pu.launch import parse_cfg_options
 
 TOOLS_DIR = Path(__file__).resolve().parent
 
@@ -106,12 +107,6 @@ def parse_args(argv=None):
                         folds=args.folds or [])
     return args
 
-
-def parse_cfg_options(options):
-    """``['a.b=1', ...]`` as the dict mmengine's ``DictAction`` builds for the tools."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
-    return parser.parse_args(['--cfg-options', *options]).cfg_options
 
 
 def plan_runs(args):

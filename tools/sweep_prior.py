@@ -84,7 +84,7 @@ import subprocess
 import sys
 
 import numpy as np
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
 from mmdet_pu.apis.runs import write_atomic
@@ -92,6 +92,7 @@ from mmdet_pu.evaluation.prior_selection import (COLUMNS, SELECTION_METRIC,
                                                  add_selection_arguments, choose,
                                                  choose_by_pu_criterion, read_val_metrics,
                                                  recall_band)
+from mmdet_pu.launch import parse_cfg_options
 
 TRAIN_SCRIPT = osp.join(osp.dirname(osp.abspath(__file__)), 'train.py')
 SELECTIONS = {'recall': f'cell/{SELECTION_METRIC} on the validation set',
@@ -199,12 +200,6 @@ def read_estimate(path):
         raise ValueError(f'{path}: recommended.roi = {prior!r}, expected a number')
     return float(prior), key, [o for o in options if not o.startswith(f'{key}=')]
 
-
-def parse_cfg_options(options):
-    """``['a.b=1', ...]`` as the dict mmengine's ``DictAction`` would build."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
-    return parser.parse_args(['--cfg-options', *options]).cfg_options if options else {}
 
 
 def check_config(cfg, config_file, keys):

@@ -55,6 +55,15 @@ def available_cores() -> int:
     return os.cpu_count() or 1
 
 
+def tool_env(threads: int, tools_dir=TOOLS_DIR) -> dict:
+    """The environment of a ``tools/`` subprocess: ``threads`` OpenMP threads and the
+    repository on ``PYTHONPATH``."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    root = str(Path(tools_dir).parent)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [root, env.get('PYTHONPATH')]))
+    return env
+
+
 def check_run_arguments(parser, jobs: int, cfg_options: Sequence[str], **lists) -> None:
     """Argument checks of the tools that schedule runs over seeds (``parser.error`` on
     failure): no value repeated in the ``lists`` (``seeds=[0, 1]``, named as the flag),
@@ -241,16 +250,18 @@ class Run:
             return test
         return f'{shlex.join(self.train_command())} && {test}'
 
+    def last_checkpoint(self) -> str:
+        """The checkpoint training finished with (``last_checkpoint`` in the work dir)."""
+        with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
+            return f.read().strip()
+
     # -- running -------------------------------------------------------------------
     def _spawn(self, command, threads):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        root = str(self.tools_dir.parent)
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [root, env.get('PYTHONPATH')]))
         with open(self.log, 'a') as log:
             log.write(f'\n$ {shlex.join(command)}\n')
             log.flush()
-            self.proc = subprocess.Popen(command, env=env, stdout=log,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(command, env=tool_env(threads, self.tools_dir),
+                                         stdout=log, stderr=subprocess.STDOUT)
 
     def start(self, threads: int) -> None:
         """Start what the run still needs: training (then the test) or the test."""
@@ -266,10 +277,8 @@ class Run:
         self._spawn(command, threads)
 
     def _start_test(self):
-        with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
-            checkpoint = f.read().strip()
         self.stage = 'test'
-        self._spawn(self.test_command(checkpoint), self.threads)
+        self._spawn(self.test_command(self.last_checkpoint()), self.threads)
 
     def poll(self) -> str:
         """Advance the run: ``'running'``, ``'done'`` (tested) or ``'failed'``

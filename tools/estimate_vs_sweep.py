@@ -56,7 +56,8 @@ from mmdet_pu.apis.prior_keys import find_prior_keys, get_key
 from mmdet_pu.apis.runs import (Run, available_cores, check_run_arguments, run_all,
                                 tool_env, write_atomic)
 from mmdet_pu.evaluation.comparison import load_report, metric
-from mmdet_pu.evaluation.prior_selection import (add_selection_arguments, choose,
+from mmdet_pu.evaluation.prior_selection import (add_selection_arguments,
+                                                 check_sweep_config, choose,
                                                  choose_by_pu_criterion, read_val_metrics,
                                                  recall_band)
 from mmdet_pu.launch import parse_cfg_options
@@ -106,17 +107,11 @@ def parse_args(argv=None):
 
 
 def prior_keys_and_provisional(cfg, config_file, keys=None, provisional=None):
-    """The keys the sweep sets and the provisional prior (default: the config's)."""
+    """The keys the sweep sets (checked by :func:`check_sweep_config`) and the
+    provisional prior (default: the config's)."""
     keys = keys or find_prior_keys(cfg)
-    if not keys:
-        raise ValueError(f'{config_file}: no PULoss prior and no PriorUpdateHook found; '
-                         'give the key(s) holding the prior with --key')
-    if provisional is None:
-        provisional = get_key(cfg, keys[0])
-        if not isinstance(provisional, (int, float)):
-            raise ValueError(f'{config_file}: {keys[0]} = {provisional!r}, expected a '
-                             'number; give --provisional')
-    return keys, float(provisional)
+    check_sweep_config(cfg, config_file, keys)
+    return keys, float(get_key(cfg, keys[0]) if provisional is None else provisional)
 
 
 def seed_dir(work_dir, seed):

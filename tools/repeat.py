@@ -108,7 +108,6 @@ def parse_args(argv=None):
     return args
 
 
-
 def plan_runs(args):
     """``{method name: [Run per seed (x fold)]}`` in pairing order (seed, then fold)."""
     plan = {}

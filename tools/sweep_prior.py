@@ -86,10 +86,11 @@ import sys
 import numpy as np
 from mmengine.config import Config
 
-from mmdet_pu.apis.prior_keys import find_prior_keys, get_key, type_name
+from mmdet_pu.apis.prior_keys import find_prior_keys, get_key
 from mmdet_pu.apis.runs import write_atomic
 from mmdet_pu.evaluation.prior_selection import (COLUMNS, SELECTION_METRIC,
-                                                 add_selection_arguments, choose,
+                                                 add_selection_arguments,
+                                                 check_sweep_config, choose,
                                                  choose_by_pu_criterion, read_val_metrics,
                                                  recall_band)
 from mmdet_pu.launch import parse_cfg_options
@@ -201,28 +202,6 @@ def read_estimate(path):
     return float(prior), key, [o for o in options if not o.startswith(f'{key}=')]
 
 
-
-def check_config(cfg, config_file, keys):
-    """Fail early, with the reason, on a config the sweep cannot use."""
-    if not keys:
-        raise ValueError(f'{config_file}: no PULoss prior and no PriorUpdateHook found; '
-                         'give the key(s) holding the prior with --key')
-    for key in keys:
-        value = get_key(cfg, key)
-        if not isinstance(value, (int, float)):
-            raise ValueError(f'{config_file}: {key} = {value!r}, expected a number')
-    for name in ('val_dataloader', 'val_cfg', 'val_evaluator'):
-        if not cfg.get(name, None):
-            raise ValueError(f'{config_file}: `{name}` is not set; the sweep selects on '
-                             'the validation set')
-    evaluators = cfg.val_evaluator
-    evaluators = evaluators if isinstance(evaluators, (list, tuple)) else [evaluators]
-    if not any(type_name(e) == 'CellDetMetric' for e in evaluators):
-        raise ValueError(f'{config_file}: val_evaluator must include CellDetMetric (it '
-                         'writes the validation recall the sweep selects on), got '
-                         f'{[type_name(e) for e in evaluators]}')
-
-
 def run_dir_of(work_dir, value):
     return osp.join(work_dir, f'prior_{value:g}')
 
@@ -303,7 +282,7 @@ def main(argv=None):
     cfg = Config.fromfile(args.config)
     cfg.merge_from_dict(parse_cfg_options(args.cfg_options))
     keys = args.keys or find_prior_keys(cfg)
-    check_config(cfg, args.config, keys)
+    check_sweep_config(cfg, args.config, keys)
     if args.estimate and estimate_key not in keys:
         raise ValueError(f'{args.estimate}: the estimate is for {estimate_key}, but the '
                          f'sweep sets {keys}')
@@ -352,10 +331,10 @@ def main(argv=None):
         summary['estimate'] = dict(prior=center, file=args.estimate, in_band=(
             band['low'] is not None and band['low'] <= center <= band['high']))
     write_atomic(osp.join(args.work_dir, 'chosen.json'), json.dumps(summary, indent=1))
+    columns = COLUMNS + (('pu_criterion',) if args.select == 'pu' else ())
     for row in rows:
-        print(f'[sweep] prior {row["prior"]:g}: ' + ', '.join(
-            f'{k}={row[k]:.4f}' for k in COLUMNS + (('pu_criterion',) if args.select
-                                                     == 'pu' else ())))
+        print(f'[sweep] prior {row["prior"]:g}: '
+              + ', '.join(f'{k}={row[k]:.4f}' for k in columns))
     print(f'[sweep] chosen prior {chosen["prior"]:g} by {SELECTIONS[args.select]} '
           f'({SELECTION_METRIC} {chosen[SELECTION_METRIC]:.4f}); see '
           f'{args.work_dir}/chosen.json')

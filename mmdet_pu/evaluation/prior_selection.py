@@ -15,11 +15,35 @@ import os.path as osp
 
 import numpy as np
 
+from mmdet_pu.apis.prior_keys import get_key, type_name
 from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
 
 SELECTION_METRIC = 'avg_recall'
 COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
            'pooled_f1')
+
+
+def check_sweep_config(cfg, config_file, keys):
+    """Fail early, before any training, on a config a sweep over ``keys`` cannot use:
+    no prior key, a key not holding a number, no validation with ``CellDetMetric``
+    (whose per-image dump the selection reads)."""
+    if not keys:
+        raise ValueError(f'{config_file}: no PULoss prior and no PriorUpdateHook found; '
+                         'give the key(s) holding the prior with --key')
+    for key in keys:
+        value = get_key(cfg, key)
+        if not isinstance(value, (int, float)):
+            raise ValueError(f'{config_file}: {key} = {value!r}, expected a number')
+    for name in ('val_dataloader', 'val_cfg', 'val_evaluator'):
+        if not cfg.get(name, None):
+            raise ValueError(f'{config_file}: `{name}` is not set; the sweep selects on '
+                             'the validation set')
+    evaluators = cfg.val_evaluator
+    evaluators = evaluators if isinstance(evaluators, (list, tuple)) else [evaluators]
+    if not any(type_name(e) == 'CellDetMetric' for e in evaluators):
+        raise ValueError(f'{config_file}: val_evaluator must include CellDetMetric (it '
+                         'writes the validation recall the sweep selects on), got '
+                         f'{[type_name(e) for e in evaluators]}')
 
 
 def read_val_metrics(run_dir):

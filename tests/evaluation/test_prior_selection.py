@@ -23,8 +23,8 @@ def test_pu_criterion_sees_the_false_positives_that_recall_cannot():
     # a bolder detector finds one more labeled cell but doubles its detections
     rows = [dict(prior=0.4, run_dir='b', counts=_counts([20], [400], [20])),
             dict(prior=0.25, run_dir='a', counts=_counts([19], [200], [20]))]
-    assert prior_selection.choose([dict(r, avg_recall=r['counts']['tp'][0] / 20) for r in rows]
-                        )['prior'] == 0.4
+    by_recall = [dict(r, avg_recall=r['counts']['tp'][0] / 20) for r in rows]
+    assert prior_selection.choose(by_recall)['prior'] == 0.4
     chosen = prior_selection.choose_by_pu_criterion(rows)
     # r^2 / rate: 0.95^2 / 20 = 0.0451 against 1 / 40 = 0.025
     assert chosen['prior'] == 0.25

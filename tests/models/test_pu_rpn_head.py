@@ -86,7 +86,7 @@ def sampled_anchors(head, feats, gt, metas):
     """Concatenated logits, labels and weights of every anchor of the batch."""
     cls_scores, _ = head(feats)
     anchors, valid = head.get_anchors([s.shape[-2:] for s in cls_scores], metas,
-                                     device='cpu')
+                                      device='cpu')
     torch.manual_seed(0)  # same sampling as in rpn_losses
     labels, weights, *_ = head.get_targets(anchors, valid, gt, metas)
     logits = torch.cat([s.permute(0, 2, 3, 1).reshape(-1) for s in cls_scores])

@@ -116,6 +116,11 @@ def test_input_errors_are_clear(tmp_path, capsys):
     with pytest.raises(SystemExit, match='no PULoss prior and no PriorUpdateHook'):
         study.main([str(REPO / 'configs/synthetic/synthetic_keep1_ce.py'), '--seeds', '0',
                     '--values', '0.2', '--work-dir', str(tmp_path)])
+    # a config that cannot select fails before any training starts
+    with pytest.raises(SystemExit, match='must include CellDetMetric'):
+        study.main([config, '--seeds', '0', '--values', '0.2', '--work-dir', str(tmp_path),
+                    '--cfg-options', 'val_evaluator.type=CocoMetric'])
+    assert not any(tmp_path.iterdir())
 
 
 def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch, capsys):
@@ -162,8 +167,8 @@ def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch, capsys)
         got = compared['sweep'][name]
         assert got['run_dir'] == str(run_dir)
         assert got['val_recall'] == val['metrics']['cell/avg_recall']
-        assert got['test_f1'] == (f1 if f1 is not None else pytest.approx(math.nan,
-                                                                           nan_ok=True))
+        expected_f1 = f1 if f1 is not None else pytest.approx(math.nan, nan_ok=True)
+        assert got['test_f1'] == expected_f1
     assert compared['chosen']['prior'] in (0.2, 0.3)
     assert json.loads((work / 'results.json').read_text())['summary']['seeds'] == 1
     text = (work / 'results.md').read_text()

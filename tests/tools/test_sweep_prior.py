@@ -7,6 +7,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from mmdet_pu.evaluation.prior_selection import check_sweep_config
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 from tests.tools import load_tool
 
@@ -69,9 +70,9 @@ def test_per_stage_rpn_prior_is_not_swept(tmp_path):
 def test_config_checks(tmp_path):
     cfg = Config.fromfile(tiny_config(tmp_path, extra=''))  # CE losses, CocoMetric
     with pytest.raises(ValueError, match='no PULoss prior'):
-        sweep.check_config(cfg, 'x.py', sweep.find_prior_keys(cfg))
+        check_sweep_config(cfg, 'x.py', sweep.find_prior_keys(cfg))
     with pytest.raises(ValueError, match='must include CellDetMetric'):
-        sweep.check_config(cfg, 'x.py', ['model.roi_head.bbox_head.loss_cls.loss_weight'])
+        check_sweep_config(cfg, 'x.py', ['model.roi_head.bbox_head.loss_cls.loss_weight'])
 
 
 def test_band_is_checked():

@@ -45,8 +45,8 @@ from data_prep.synthetic import generate_image  # noqa: E402
 from mmdet.registry import MODELS  # noqa: E402
 from mmdet.structures import DetDataSample  # noqa: E402
 from mmdet_pu.apis.slide import infer_slide  # noqa: E402
-from mmdet_pu.apis.slide_reader import open_slide  # noqa: E402
-from mmdet_pu.engine.runner.tile_merge import tile_windows  # noqa: E402
+from mmdet_pu.io.slides import open_slide  # noqa: E402
+from mmdet_pu.io.tiling import tile_grid  # noqa: E402
 
 MODEL_CFG = REPO / 'configs' / '_base_' / 'models' / 'faster-rcnn_r18-slim_fpn.py'
 GLASS = np.array([242, 242, 240], np.uint8)
@@ -177,7 +177,7 @@ def main():
             half = min(args.roi_size, int(slide.radius * 1.4)) // 2
             roi = (int(cx) - half, int(cy) - half, 2 * half, 2 * half)
             windows = [(roi[0] + x, roi[1] + y, w, h)
-                       for x, y, w, h in tile_windows(roi[3], roi[2], args.tile, args.overlap)]
+                       for x, y, w, h in tile_grid(roi[2], roi[3], args.tile, args.overlap)]
             tiles = [torch.from_numpy(np.ascontiguousarray(
                 reader.read_region(0, *w)[..., ::-1].transpose(2, 0, 1))) for w in windows]
             timer = StepTimer(model)

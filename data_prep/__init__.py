@@ -20,10 +20,12 @@ Shared building blocks:
 
 * ``writer`` -- :class:`~data_prep.writer.SourceImage` (what a converter yields) and
   :func:`~data_prep.writer.write_from_args` (tiling, PNGs, COCO files of every fold);
-* ``readers`` -- region readers for in-memory arrays and ordinary image files;
-* ``image_io`` -- region reads of large TIFFs, lazy opening, image sizes from headers;
 * ``points`` -- numeric point CSVs with line numbers, range checks;
-* ``tiling`` -- tile grids and the cells that fall in each tile;
 * ``splits`` -- seeded 4:1:1 splits by group, folds with a fixed validation set;
-* ``coco_io`` -- COCO builder and atomic file / directory output.
+* ``coco_io`` -- the COCO builder.
+
+Pixels, tiling geometry and atomic output come from the package: image and slide
+readers (:mod:`mmdet_pu.io.images`, :mod:`mmdet_pu.io.slides`), tile grids and the cells
+of each tile (:mod:`mmdet_pu.io.tiling`), atomic files and directories
+(:mod:`mmdet_pu.io.atomic`).
 """

@@ -1,4 +1,6 @@
-"""CRCHistoPhenotypes detection set -> tiled COCO files (SPEC §5, DATASETS.md).
+"""CRCHistoPhenotypes detection set -> tiled COCO files.
+
+The protocol: docs/method.md#datasets-and-deletion; the raw layout: docs/datasets.md.
 
 Raw layout (``--src`` is the dataset root, ``CRCHistoPhenotypes_2016_04_28`` or its
 ``Detection`` folder)::
@@ -17,7 +19,7 @@ import re
 import numpy as np
 import scipy.io
 
-from data_prep.image_io import LazyImageReader, image_size
+from mmdet_pu.io.images import LazyImageReader, image_size
 from data_prep.points import check_points_inside
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 

@@ -1,4 +1,6 @@
-"""MITOS-ATYPIA-14 (Aperio x40 frames) -> tiled COCO files (SPEC §5, DATASETS.md).
+"""MITOS-ATYPIA-14 (Aperio x40 frames) -> tiled COCO files.
+
+The protocol: docs/method.md#datasets-and-deletion; the raw layout: docs/datasets.md.
 
 Raw layout (``--src``; each slide folder may be doubled by the archive, ``A03/A03/``)::
 
@@ -15,7 +17,7 @@ import re
 
 import numpy as np
 
-from data_prep.image_io import LazyImageReader, image_size
+from mmdet_pu.io.images import LazyImageReader, image_size
 from data_prep.points import check_points_inside, first_occurrences, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 

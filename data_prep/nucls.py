@@ -1,4 +1,6 @@
-"""NuCLS corrected single-rater set -> COCO files, untiled (SPEC §5, DATASETS.md).
+"""NuCLS corrected single-rater set -> COCO files, untiled.
+
+The protocol: docs/method.md#datasets-and-deletion; the raw layout: docs/datasets.md.
 
 Raw layout (``--src``; one distribution nests ``rgb/rgb/``)::
 
@@ -17,7 +19,7 @@ import csv
 
 import numpy as np
 
-from data_prep.image_io import LazyImageReader, image_size
+from mmdet_pu.io.images import LazyImageReader, image_size
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('tumor', 'lymphocyte', 'stromal')

@@ -13,9 +13,9 @@ those of :mod:`mmdet_pu.io.qupath`. With ``--csv FILE`` (header ``image,x,y[,cla
 converted instead, each cell a point and each image its own region; GeoJSON files are
 then not read.
 
-Pixels: PNG / JPEG / BMP through :class:`data_prep.image_io.LazyImageReader`; TIFFs and
+Pixels: PNG / JPEG / BMP through :class:`mmdet_pu.io.images.LazyImageReader`; TIFFs and
 whole slides through the reader of whole-slide inference,
-:func:`mmdet_pu.apis.slide_reader.open_slide`, at level 0 (:class:`SlideRegions`:
+:func:`mmdet_pu.io.slides.open_slide`, at level 0 (:class:`SlideRegions`:
 OpenSlide; a TIFF that OpenSlide cannot open is read with tifffile, region by region).
 The GeoJSON reader and the slide reader are imported from ``mmdet_pu`` by the functions
 that read files: importing ``mmdet_pu`` registers its models (torch, mmdet: seconds),
@@ -33,7 +33,7 @@ writer's grid from its top-left corner (every tile of the crop is kept). A cell 
 to the crop containing its point (box centre for polygons); cells outside every region
 polygon are counted (``outside_regions``), kept when they fall in a crop, dropped
 otherwise (``dropped_outside_regions``). A crop may not exceed
-:data:`data_prep.image_io.MAX_WHOLE_PIXELS` pixels (test crops are written whole).
+:data:`mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels (test crops are written whole).
 
 Classes. ``--classes a,b`` selects and orders the classes (a listed class that no cell
 has is an error; cells of other classes are dropped and counted as ``other_class``);
@@ -56,16 +56,16 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from data_prep.coco_io import AtomicOutput, write_json_atomic
-from data_prep.image_io import MAX_WHOLE_PIXELS, TIFF_SUFFIXES, LazyImageReader, image_size
 from data_prep.splits import split_groups
 from data_prep.writer import SourceImage, add_common_arguments, write_dataset
+from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
+from mmdet_pu.io.images import MAX_WHOLE_PIXELS, LazyImageReader, image_size
+from mmdet_pu.io.slides import OPENSLIDE_SUFFIXES, open_slide
+from mmdet_pu.io.tiff import TIFF_SUFFIXES
 
 #: Ordinary images, decoded whole by OpenCV.
 PLAIN_SUFFIXES = ('.png', '.jpg', '.jpeg', '.bmp')
-#: Whole-slide formats that need OpenSlide.
-SLIDE_SUFFIXES = ('.svs', '.ndpi', '.mrxs', '.scn', '.bif', '.vms', '.vmu', '.svslide')
-IMAGE_SUFFIXES = PLAIN_SUFFIXES + TIFF_SUFFIXES + SLIDE_SUFFIXES
+IMAGE_SUFFIXES = PLAIN_SUFFIXES + TIFF_SUFFIXES + OPENSLIDE_SUFFIXES
 #: Class of the cells when none is classified and ``--classes`` is not given.
 DEFAULT_CLASS = 'cell'
 CSV_COLUMNS = ('image', 'x', 'y')
@@ -90,7 +90,7 @@ def add_arguments(parser):
 class SlideRegions:
     """Level-0 regions of a TIFF or whole slide, opened on the first read.
 
-    The slide is opened with :func:`mmdet_pu.apis.slide_reader.open_slide` (OpenSlide;
+    The slide is opened with :func:`mmdet_pu.io.slides.open_slide` (OpenSlide;
     tifffile for TIFFs OpenSlide cannot open); ``close()`` releases it and it is
     reopened if read again, so a converter can describe many slides without holding
     them open.
@@ -103,7 +103,6 @@ class SlideRegions:
     def read_region(self, x0, y0, w, h):
         """RGB ``uint8`` pixels of the level-0 region ``[x0, x0+w) x [y0, y0+h)``."""
         if self._slide is None:
-            from mmdet_pu.apis.slide_reader import open_slide
             self._slide = open_slide(self.path)
         return self._slide.read_region(0, x0, y0, w, h)
 
@@ -130,7 +129,6 @@ def open_reader(path):
     """``(reader, (width, height))`` of an image or slide; the reader opens it lazily."""
     if path.suffix.lower() in PLAIN_SUFFIXES:
         return LazyImageReader(path), image_size(path)
-    from mmdet_pu.apis.slide_reader import open_slide
     with open_slide(path) as slide:
         return SlideRegions(path), slide.dimensions
 

@@ -1,4 +1,6 @@
-"""TUPAC16 auxiliary mitosis data, cases 01-23 -> COCO patches (SPEC §5, DATASETS.md).
+"""TUPAC16 auxiliary mitosis data, cases 01-23 -> COCO patches.
+
+The protocol: docs/method.md#datasets-and-deletion; the raw layout: docs/datasets.md.
 
 Raw layout (``--src``)::
 
@@ -11,11 +13,12 @@ Label CSVs have no header, one 0-based ``row,col`` per line; a tile without mito
 have no CSV at all (empty). The alternative labels are the complete annotations (the
 default, ``--labels alternative``); every such annotation carries ``original`` (whether
 an original label lies within ``--match-radius`` pixels, one-to-one), so a deletion
-scheme can start from the original, incomplete labels (SPEC §5). ``--labels original``
-uses the original labels instead. Each mitosis becomes a 32 x 32 box centred on it; tiles
+scheme can start from the original, incomplete labels
+(docs/method.md#datasets-and-deletion). ``--labels original`` uses the original labels
+instead. Each mitosis becomes a 32 x 32 box centred on it; tiles
 are cut into 500 x 500 patches without overlap, patches without mitoses are dropped, and
 cases are split 4:1:1 (Section 3.1.3). Tiles are read region by region
-(:class:`data_prep.image_io.TiffRegionReader`), never whole unless written as a whole
+(:class:`mmdet_pu.io.tiff.TiffRegionReader`), never whole unless written as a whole
 test image.
 """
 import re
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from data_prep.image_io import LazyImageReader, image_size
+from mmdet_pu.io.images import LazyImageReader, image_size
 from data_prep.points import check_points_inside, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 

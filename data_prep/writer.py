@@ -34,7 +34,7 @@ One per whole raw image::
   Boxes must keep a positive width and height after clipping. ``N = 0`` is allowed.
 * ``reader`` is any object with ``read_region(x0, y0, w, h)`` returning an (h, w, 3)
   uint8 RGB array, and optionally ``close()`` (called when the image is done). Use
-  :class:`data_prep.readers.ImageFileReader` / :class:`~data_prep.readers.ArrayReader`
+  :class:`mmdet_pu.io.images.ImageFileReader` / :class:`~mmdet_pu.io.images.ArrayReader`
   for ordinary images; whole images are never read at once unless they are test images
   (written whole for tiled evaluation) or a single tile.
 * ``extra`` values must be JSON-serialisable numbers/strings (numpy scalars are
@@ -82,9 +82,10 @@ from typing import Any, Optional
 import numpy as np
 from tqdm import tqdm
 
-from data_prep.coco_io import AtomicOutput, CocoBuilder, write_image_atomic, write_json_atomic
+from data_prep.coco_io import CocoBuilder
 from data_prep.splits import SPLITS, split_groups
-from data_prep.tiling import crop_to_tile, point_boxes, tile_grid
+from mmdet_pu.io.atomic import AtomicOutput, write_image_atomic, write_json_atomic
+from mmdet_pu.io.tiling import crop_to_tile, point_boxes, tile_grid
 
 ANNOTATION_FILES = (*SPLITS, 'test_whole')
 

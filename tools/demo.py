@@ -10,7 +10,7 @@
    ``tools/repeat.py`` (:mod:`mmdet_pu.apis.runs`): a slot trains a run and then tests
    it, so the tests overlap the other trainings; pi is already chosen
    (``tools/sweep_prior.py``); one validation pass at the end selects a score
-   threshold (``cell/pu_score_thr``; the tests use 0.5, SPEC §6, unless
+   threshold (``cell/pu_score_thr``; the tests use 0.5, docs/method.md#evaluation, unless
    ``--cfg-options test_evaluator.score_thr=val``);
 3. evaluates every run once on the whole test images with tiled inference
    (``tools/test.py``, ``TiledTestLoop`` + ``CellDetMetric``); the runs of the first
@@ -44,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mmdet_pu.apis.runs import Run, run_all, run_dir, write_atomic
+from mmdet_pu.apis.runs import Run, run_all, run_dir
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.evaluation.comparison import (OVERALL, build_table, draw_rates, load_runs,
                                             table_dict)
 

@@ -84,7 +84,7 @@ from mmengine.runner import load_checkpoint
 from mmdet.registry import DATASETS, MODELS
 from mmdet_pu.apis.prior_keys import (ROI_PRIORS_KEY, prior_hook_index, stage_prior_keys,
                                       type_name)
-from mmdet_pu.apis.runs import write_atomic
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
 from mmdet_pu.evaluation.prior_estimation import DISAGREEMENT, estimate_priors, recommend
 from mmdet_pu.evaluation.prior_samples import sample_stages

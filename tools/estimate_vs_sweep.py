@@ -53,8 +53,8 @@ import numpy as np
 from mmengine.config import Config
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key
-from mmdet_pu.apis.runs import (Run, available_cores, check_run_arguments, run_all,
-                                tool_env, write_atomic)
+from mmdet_pu.apis.runs import Run, available_cores, check_run_arguments, run_all, tool_env
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.evaluation.comparison import load_report, metric
 from mmdet_pu.evaluation.prior_selection import (add_selection_arguments,
                                                  check_sweep_config, choose,

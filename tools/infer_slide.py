@@ -23,7 +23,7 @@ from mmengine.config import DictAction
 
 from mmdet_pu.apis.slide import (check_roi, infer_slide, init_slide_model, slide_defaults,
                                  write_slide_outputs)
-from mmdet_pu.apis.slide_reader import find_slides, open_slide
+from mmdet_pu.io.slides import find_slides, open_slide
 from mmdet_pu.apis.tissue import TissueMaskConfig
 
 
@@ -72,7 +72,7 @@ def parse_args(argv=None):
     parser.add_argument('--batch-size', type=int_at_least(1), default=8,
                         help='tiles per forward pass (default 8)')
     parser.add_argument('--score-thr', type=float, default=0.5,
-                        help='minimum score of a detection (default 0.5, SPEC §6)')
+                        help='minimum score of a detection (default 0.5, the paper\'s)')
     parser.add_argument('--nms-iou', type=float,
                         help="IoU of the NMS across tile borders (default: the config's)")
     parser.add_argument('--device', help='cpu or cuda (default: cuda when available)')

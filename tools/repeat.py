@@ -54,8 +54,8 @@ from pathlib import Path
 
 from mmengine.config import Config
 
-from mmdet_pu.apis.runs import (Run, check_run_arguments, fold_options, run_all, run_dir,
-                                write_atomic)
+from mmdet_pu.apis.runs import Run, check_run_arguments, fold_options, run_all, run_dir
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.evaluation.comparison import (OVERALL, build_table, draw_rates, footnote,
                                             format_markdown, load_runs, table_dict)
 from mmdet_pu.launch import parse_cfg_options

@@ -3,15 +3,15 @@
 #
 #   PYTHON      interpreter for the venv             (default: python3)
 #   VENV        venv folder                          (default: .venv)
-#   TORCH_SPEC  torch to install if none >= 2.1 is   (default: torch==2.13.0, CPU here)
+#   TORCH_INSTALL  torch to install if none >= 2.1 is   (default: torch==2.13.0, CPU here)
 #               there; for CUDA install the matching CUDA torch first (or set
-#               TORCH_SPEC with its --index-url) and export FORCE_CUDA=1 so mmcv's
+#               TORCH_INSTALL with its --index-url) and export FORCE_CUDA=1 so mmcv's
 #               ops are compiled with CUDA kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TORCH_INSTALL=${TORCH_INSTALL:-torch==2.13.0}
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip install --progress-bar off)
 
@@ -23,9 +23,9 @@ if [ ! -x "$PY" ]; then
 fi
 
 if ! "$PY" -c 'import sys, torch; v = torch.__version__.split("+")[0].split("."); sys.exit(tuple(map(int, v[:2])) < (2, 1))' 2>/dev/null; then
-    step "installing $TORCH_SPEC"
-    # shellcheck disable=SC2086  (TORCH_SPEC may carry pip options such as --index-url)
-    "${PIP[@]}" $TORCH_SPEC
+    step "installing $TORCH_INSTALL"
+    # shellcheck disable=SC2086  (TORCH_INSTALL may carry pip options such as --index-url)
+    "${PIP[@]}" $TORCH_INSTALL
 fi
 
 step "build tools for mmcv (setuptools < 82 keeps pkg_resources for mmengine)"

@@ -1,4 +1,5 @@
-"""Grid search of the class prior pi on the validation set (paper Section 2.3, SPEC §6).
+"""Grid search of the class prior pi on the validation set (paper Section 2.3,
+docs/method.md#prior-selection).
 
 Usage::
 
@@ -87,7 +88,7 @@ import numpy as np
 from mmengine.config import Config
 
 from mmdet_pu.apis.prior_keys import find_prior_keys, get_key
-from mmdet_pu.apis.runs import write_atomic
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.evaluation.prior_selection import (COLUMNS, SELECTION_METRIC,
                                                  add_selection_arguments,
                                                  check_sweep_config, choose,

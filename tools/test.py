@@ -11,12 +11,12 @@ dict(type='TiledTestLoop', ...)`` in the dataset bases); a plain checkpoint is u
 ``--show-dir`` writes TP/FP/FN overlays (``CellOverlayHook``) with the matching settings
 of the config's ``CellDetMetric``.
 
-``--score-thr`` replaces the metric's score threshold (0.5 in the shipped configs, SPEC §6):
-a number, or ``val`` for the threshold selected on the validation set at the end of
-training (``cell/pu_score_thr`` in ``<checkpoint dir>/cell_metrics/val_per_image.json``,
-written by a ``CellDetMetric`` with ``score_thr_candidates``; see
-:mod:`mmdet_pu.evaluation.score_threshold`). A config can ask for the same with
-``test_evaluator = dict(score_thr='val')`` (or ``--cfg-options
+``--score-thr`` replaces the metric's score threshold (0.5 in the shipped configs,
+docs/method.md#metrics): a number, or ``val`` for the threshold selected on the
+validation set at the end of training (``cell/pu_score_thr`` in ``<checkpoint
+dir>/cell_metrics/val_per_image.json``, written by a ``CellDetMetric`` with
+``score_thr_candidates``; see :mod:`mmdet_pu.evaluation.score_threshold`). A config can
+ask for the same with ``test_evaluator = dict(score_thr='val')`` (or ``--cfg-options
 test_evaluator.score_thr=val``; ``tools/demo.py`` and ``tools/repeat.py`` pass their
 options to every run); then a validation pass that found no labeled cell falls back to
 0.5 with a warning. The command line wins over the config.
@@ -99,8 +99,8 @@ def config_validation_score_thr(checkpoint, default=0.5):
     """The validation threshold a config asks for (``test_evaluator.score_thr='val'``).
 
     As :func:`validation_score_thr`, except that a validation pass in which no candidate
-    found a labeled cell (an untrained detector) falls back to ``default`` (SPEC §6)
-    with a warning instead of failing.
+    found a labeled cell (an untrained detector) falls back to ``default``
+    (docs/method.md#metrics) with a warning instead of failing.
     """
     try:
         return validation_score_thr(checkpoint)

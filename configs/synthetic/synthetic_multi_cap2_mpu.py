@@ -17,7 +17,7 @@
 # suffered; at 0.15 the stromal prior ran away to 0.79.
 #
 # The RPN's PU risk is evaluated per FPN level (mmdet's RPNHead calls PULoss once per
-# level and sums), not once over the batch as SPEC §2.1 and the binary configs do
+# level and sums), not once over the batch as docs/method.md#binary-pu-risk and the binary configs do
 # (PURPNHead): on this task, over seeds 0-2, it took test F1 from 0.993 to 0.994 and
 # reached issue 14's 80 % of the CE -> upper bound gap, while on the binary task it did
 # not help (docs/experiments.md, "Multi-class: the RPN risk per FPN level"). A level

@@ -22,7 +22,7 @@ val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
 # Randomly initialised, the detector first finds the anchor class only, which would set
 # the other priors to their floor and lock those classes out (PriorUpdateHook docstring):
 # the update starts once the detector finds cells of every class.
-# The RPN follows the sum of the RoI priors (SPEC §2.3). A per-stage RPN prior (0.05, the
+# The RPN follows the sum of the RoI priors (docs/method.md#multi-class-pu-risk). A per-stage RPN prior (0.05, the
 # measured share of cells among its sampled anchors, with update_rpn_prior=False) locked
 # the non-anchor classes out here (docs/experiments.md, "Per-stage priors").
 # The rule runs on running counts (smoothing 0.9, about the last ten batches of four

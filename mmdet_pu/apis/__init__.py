@@ -1,7 +1,7 @@
 """Library calls behind the tools, one module per task; import the module you need:
 
 * :mod:`.slide` -- whole-slide detection exported to QuPath (``tools/infer_slide.py``,
-  docs/slides.md), over :mod:`.slide_reader` (region reads of slides) and :mod:`.tissue`
+  docs/slides.md), over :mod:`mmdet_pu.io.slides` (region reads of slides) and :mod:`.tissue`
   (tissue mask);
 * :mod:`.runs` -- scheduled training + test runs (``tools/repeat.py``, ``tools/demo.py``);
 * :mod:`.prior_keys` -- the config keys that hold pi (``tools/sweep_prior.py``,

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from mmdet_pu.evaluation.comparison import report_path
+from mmdet_pu.io.atomic import write_json_atomic
 
 #: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).
 TOOLS_DIR = Path(__file__).resolve().parents[2] / 'tools'
@@ -130,21 +131,8 @@ def fold_options(cfg, fold: int, source: str = 'config') -> List[str]:
     return options
 
 
-def write_atomic(path: str, data) -> None:
-    """Write ``data`` (str or bytes) to ``path`` completely or not at all: a temporary
-    sibling renamed over it, so readers never see a partial file."""
-    tmp = f'{path}.tmp{os.getpid()}'
-    try:
-        with open(tmp, 'wb' if isinstance(data, bytes) else 'w') as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if osp.exists(tmp):
-            os.remove(tmp)
-
-
 def _write_json(path: str, data: dict) -> None:
-    write_atomic(path, json.dumps(data, indent=1))
+    write_json_atomic(path, data, indent=1)
 
 
 class Run:

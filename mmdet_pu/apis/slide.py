@@ -7,7 +7,7 @@ batched model -> merge -> detections in level-0 pixels (docs/slides.md).
     write_slide_outputs(result, 'out/')   # out/slide.geojson (QuPath), out/slide.csv
 
 The region of interest of one pyramid level is cut into ``tile_size`` windows with
-``overlap`` (the windows of :func:`~mmdet_pu.engine.runner.tile_merge.tile_windows`, as
+``overlap`` (the windows of :func:`~mmdet_pu.io.tiling.tile_grid`, as
 in ``TiledTestLoop``); windows without tissue are skipped. A reader thread reads the
 remaining windows and packs them into batches, at most ``prefetch`` batches ahead of the
 model, so memory follows the batch, never the slide. Each batch goes through the model's
@@ -42,10 +42,10 @@ from tqdm import tqdm
 
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
-from mmdet_pu.engine.runner.tile_merge import (in_core, merge_tile_predictions, tile_cores,
-                                               tile_windows)
+from mmdet_pu.engine.runner.tile_merge import in_core, merge_tile_predictions, tile_cores
 from mmdet_pu.io.qupath import QuPathObject, default_color, write_geojson
-from .slide_reader import SlideReader, open_slide
+from mmdet_pu.io.slides import SlideReader, open_slide
+from mmdet_pu.io.tiling import tile_grid
 from .tissue import TissueMaskConfig, compute_tissue_mask
 
 
@@ -366,7 +366,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
             images').
         tile_size, overlap: windows in pixels of ``level`` (before the pipeline's resize).
         batch_size: tiles per forward pass.
-        score_thr: detections below it are dropped (SPEC §6 evaluates at 0.5).
+        score_thr: detections below it are dropped (docs/method.md#evaluation evaluates at 0.5).
         nms_iou: IoU threshold of the merge across tile borders.
         class_agnostic: merge across classes (one class per place) instead of per class.
         tissue: tissue mask settings, ``None`` to run every tile.
@@ -389,7 +389,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         scale = reader.level_downsamples[level]
         lx, ly, lw, lh = _level_region(reader, roi, level)
         windows = [(lx + x, ly + y, w, h) for x, y, w, h in
-                   tile_windows(lh, lw, tile_size, overlap)]
+                   tile_grid(lw, lh, tile_size, overlap)]
         total = len(windows)
         mask = None
         if tissue is not None:

@@ -35,7 +35,8 @@ class DeletionScheme:
         subset: name of a boolean annotation field, or ``None``. When given, only the
             annotations where the field is true are candidates; the others are always
             deleted. TUPAC uses ``subset='original'`` to start from the original,
-            incomplete labels (SPEC §5; the field is written by ``prepare.py tupac``).
+            incomplete labels (docs/method.md#datasets-and-deletion; the field is
+            written by ``prepare.py tupac``).
     """
 
     #: Annotation fields :meth:`choose` reads, besides ``category_id``.

@@ -1,4 +1,4 @@
-"""Greedy one-to-one matching of detections to ground-truth cells (SPEC §6).
+"""Greedy one-to-one matching of detections to ground-truth cells (docs/method.md#matching).
 
 Predictions with ``score >= score_thr`` are visited in descending score order. Each one
 is paired with the *unmatched* ground truth of its own class that it overlaps most (IoU

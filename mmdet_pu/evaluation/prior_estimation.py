@@ -98,7 +98,7 @@ import numpy as np
 
 from .matching import box_iou
 
-#: A detection overlapping a labeled cell at least this much is that cell (SPEC §6).
+#: A detection overlapping a labeled cell at least this much is that cell (docs/method.md#matching).
 SAME_CELL_IOU = 0.5
 #: RoI-stage estimates further apart than this point at an unreliable detector.
 DISAGREEMENT = 0.05

@@ -1,8 +1,12 @@
-"""File formats exchanged with other software: QuPath GeoJSON (:mod:`.qupath`) and
-region reads of large TIFFs (:mod:`.tiff`).
+"""Every reader and writer of files, one module per concern:
 
-The modules themselves import only numpy and tifffile (no torch, no mmdet, no model),
-but importing them runs ``mmdet_pu/__init__.py``, which registers the models and so
-imports torch and mmdet; the converters in ``data_prep/`` therefore import them when
-they read files, not when they build their command line.
+* :mod:`.images` -- region readers of ordinary images and large TIFFs (dataset converters);
+* :mod:`.tiff` -- segment-by-segment region reads of TIFFs;
+* :mod:`.slides` -- region reads of whole slides, any pyramid level (OpenSlide, tifffile);
+* :mod:`.tiling` -- tile grids over an image and the cells that fall in each tile;
+* :mod:`.qupath` -- QuPath GeoJSON, read and written;
+* :mod:`.atomic` -- files and directories that appear complete or not at all.
+
+The modules import numpy, tifffile and OpenCV/PIL, never torch or mmdet, and OpenSlide
+only when a slide is opened.
 """

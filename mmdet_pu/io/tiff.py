@@ -9,9 +9,9 @@ segments need the ``imagecodecs`` package (``pip install -e ".[tiff]"``); withou
 the reader raises :class:`UnsupportedCompression` and its callers decide whether the
 image is small enough to decode whole.
 
-Used by the whole-slide reader (:mod:`mmdet_pu.apis.slide_reader`, for TIFFs OpenSlide
-cannot open) and by the dataset converters (``data_prep/image_io.py``). Only numpy and
-tifffile are imported.
+Used by the whole-slide reader (:mod:`mmdet_pu.io.slides`, for TIFFs OpenSlide cannot
+open) and by the image readers of the dataset converters (:mod:`mmdet_pu.io.images`).
+Only numpy and tifffile are imported.
 """
 import math
 from pathlib import Path

@@ -22,10 +22,10 @@ from PIL import Image
 from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet_pu.apis.slide import (check_roi, infer_slide, input_format, merge_slide_detections,
                                  slide_defaults, write_slide_outputs)
-from mmdet_pu.apis.slide_reader import (OpenSlideReader, SlideReader, _open_tiff_fallback,
-                                        open_slide)
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
-from mmdet_pu.engine.runner import merge_tile_predictions, tile_windows
+from mmdet_pu.engine.runner import merge_tile_predictions
+from mmdet_pu.io.slides import OpenSlideReader, SlideReader, _open_tiff_fallback, open_slide
+from mmdet_pu.io.tiling import tile_grid
 from mmdet_pu.io.qupath import read_geojson
 from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
 from tests._data import REPO
@@ -250,7 +250,7 @@ def test_tiles_cover_the_roi_exactly_in_bounded_batches(pyramid, level):
     assert (covered[y:y + h, x:x + w] > 0).all()
     covered[y:y + h, x:x + w] = 0
     assert not covered.any()  # nothing outside the ROI was read
-    windows = tile_windows(h, w, 96, 24)
+    windows = tile_grid(w, h, 96, 24)
     assert result.tiles_run == len(reader.reads) == len(windows)
     assert [len(batch) for batch in model.batches] == \
         [3] * (len(windows) // 3) + ([len(windows) % 3] if len(windows) % 3 else [])
@@ -269,7 +269,7 @@ def test_cells_on_tile_borders_are_found_once(pyramid):
                            score_thr=0.0, progress=False)
         # the tiles' raw detections hold the duplicates the merge removes
         raw = []
-        for x, y, w, h in tile_windows(480, 640, 128, 32):
+        for x, y, w, h in tile_grid(640, 480, 128, 32):
             tile = slide.read_region(0, x, y, w, h)
             gray = tile.mean(2)
             count = cv2.connectedComponents((gray < 100).astype(np.uint8))[0] - 1
@@ -327,7 +327,7 @@ def test_reader_thread_stays_a_few_batches_ahead_and_reports_errors(pyramid):
 
         infer_slide(BlobDetector(on_forward), reader, tile_size=64, overlap=0,
                     batch_size=2, prefetch=2, tissue=None, progress=False)
-        assert len(consumed) == len(tile_windows(480, 640, 64, 0)) // 2
+        assert len(consumed) == len(tile_grid(640, 480, 64, 0)) // 2
 
         class Failing(RecordingReader):
             def _read(self, level, x, y, w, h):

@@ -4,9 +4,9 @@ import cv2
 import numpy as np
 import pytest
 
-from data_prep.readers import ArrayReader, ImageFileReader
 from data_prep.splits import split_groups
 from data_prep.writer import SourceImage, write_dataset
+from mmdet_pu.io.images import ArrayReader, ImageFileReader
 
 
 class CountingReader(ArrayReader):

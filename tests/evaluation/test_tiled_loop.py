@@ -11,29 +11,19 @@ from mmengine.model import BaseModel
 from mmengine.runner import Runner
 from mmengine.structures import InstanceData
 
-from data_prep.tiling import tile_grid
 from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
-from mmdet_pu.engine.runner import (TiledTestLoop, TiledValLoop, merge_tile_predictions,
-                                    tile_windows)
+from mmdet_pu.engine.runner import TiledTestLoop, TiledValLoop, merge_tile_predictions
 from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
 from mmdet_pu.evaluation import CellDetMetric
+from mmdet_pu.io.tiling import tile_grid
 
 
 def instances(boxes, scores, labels):
     return InstanceData(bboxes=torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4),
                         scores=torch.tensor(scores, dtype=torch.float32),
                         labels=torch.tensor(labels, dtype=torch.int64))
-
-
-@pytest.mark.parametrize('size,tile,overlap', [
-    ((1376, 1539), 500, 100), ((500, 500), 250, 50), ((200, 300), 256, 0),
-    ((512, 512), 256, 0)])
-def test_windows_follow_the_data_prep_tiling(size, tile, overlap):
-    height, width = size
-    assert tile_windows(height, width, tile, overlap) == tile_grid(width, height, tile,
-                                                                   overlap)
 
 
 def test_cell_on_a_tile_border_predicted_twice_is_one_true_positive():
@@ -61,7 +51,7 @@ def test_tile_cores_split_every_overlap_in_its_middle(drop):
     # 160 px, 64 px tiles with overlap 16: origins 0, 48, 96; overlaps [48, 64) and
     # [96, 112), split at 56 and 104. ``drop`` removes a window (a tile without tissue):
     # its neighbours' cores then reach over its area.
-    windows = tile_windows(160, 160, 64, 16)
+    windows = tile_grid(160, 160, 64, 16)
     if drop is not None:
         windows.pop(drop)
     cores = tile_cores(windows)
@@ -78,7 +68,7 @@ def test_tile_cores_split_every_overlap_in_its_middle(drop):
     owners = torch.stack([in_core(boxes, core) for core in cores]).sum(0)
     assert owners.eq(1).all() if drop is None else owners.ge(1).all()
     # without overlap the cores do not cut: every detection of a tile is kept
-    assert set(tile_cores(tile_windows(128, 128, 64, 0))) == {(-math.inf,) * 2 + (math.inf,) * 2}
+    assert set(tile_cores(tile_grid(128, 128, 64, 0))) == {(-math.inf,) * 2 + (math.inf,) * 2}
 
 
 def test_core_drops_the_cut_part_of_a_cell_that_nms_would_keep():

@@ -1,4 +1,4 @@
-"""PURPNHead: one loss call per mini-batch over all FPN levels (SPEC §2.1)."""
+"""PURPNHead: one loss call per mini-batch over all FPN levels (docs/method.md#binary-pu-risk)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -97,7 +97,7 @@ def sampled_anchors(head, feats, gt, metas):
 
 def pu_risk(logits, labels, weights):
     """The paper's L_cls^pu (Section 2.2.1) with H(c,1) = -log s, H(c,0) = -log(1 - s);
-    without positives, the mean H(c,0) over U (SPEC §2.1)."""
+    without positives, the mean H(c,0) over U (docs/method.md#binary-pu-risk)."""
     pos = (labels == 0) & (weights > 0)
     unl = (labels == 1) & (weights > 0)
     h1, h0 = -F.logsigmoid(logits), -F.logsigmoid(-logits)

@@ -34,7 +34,7 @@ def test_validation_threshold_reaches_the_test_metric(tmp_path):
     assert cfg.test_evaluator.score_thr == 0.35
     for config in (CONFIG, PAPER_CONFIG):
         cfg = test_tool.build_cfg(_args(tmp_path / 'x.pth', None, config))
-        assert cfg.test_evaluator.score_thr == 0.5  # SPEC §6
+        assert cfg.test_evaluator.score_thr == 0.5  # docs/method.md#evaluation
 
 
 def test_config_asks_for_the_validation_threshold(tmp_path):

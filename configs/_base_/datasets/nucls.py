@@ -1,5 +1,5 @@
 # NuCLS corrected single-rater set: tumor / lymphocyte / stromal nuclei, multi-class
-# (Section 3.1.4, SPEC §5).
+# (Section 3.1.4, docs/method.md#datasets-and-deletion).
 # Prepare: python data_prep/prepare.py nucls --src <NuCLS dir with rgb/ and csv/> \
 #              --out data/nucls
 # FOVs (~250-400 px) split 4:1:1 by slide (fold0 only), kept whole (no tiling); the

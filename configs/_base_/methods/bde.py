@@ -1,4 +1,4 @@
-# BDE (Li et al., MICCAI 2020; Section 3.1.5), a documented reconstruction (SPEC §3, no
+# BDE (Li et al., MICCAI 2020; Section 3.1.5), a documented reconstruction (docs/method.md#bde-reconstruction, no
 # official code): cross entropy in both stages, with the loss weight of every unlabeled
 # anchor / RoI multiplied by its box density energy
 #   E_i = mean_j ||c_i - c_j||_1 / max_{j,k} ||c_j - c_k||_1

@@ -1,7 +1,7 @@
-# Multi-class PU learning (paper Section 2.2.2, SPEC §2.3) for 3 cell types (NuCLS).
+# Multi-class PU learning (paper Section 2.2.2, docs/method.md#multi-class-pu-risk) for 3 cell types (NuCLS).
 # The RoI head uses MultiPULoss with one prior per class (softmax over the classes and
 # the background); the class-agnostic RPN uses the binary PULoss with the total positive
-# prior sum_m pi_m (SPEC §2.3). The priors given here are initial values: the
+# prior sum_m pi_m (docs/method.md#multi-class-pu-risk). The priors given here are initial values: the
 # PriorUpdateHook in this file's custom_hooks re-estimates pi_m for m != 1 every
 # iteration from pi_1 (Section 2.3) and keeps the RPN prior equal to their sum.
 #

@@ -1,4 +1,4 @@
-# PU learning (paper Section 2.2.1, SPEC §2.1): the binary PULoss replaces cross entropy
+# PU learning (paper Section 2.2.1, docs/method.md#binary-pu-risk): the binary PULoss replaces cross entropy
 # in both stages. E_x[H(c,0)] is estimated over U ∪ P, once per mini-batch (PURPNHead
 # pools all FPN levels and images; the RoI head already pools the batch).
 #

@@ -4,7 +4,7 @@
 #    the slim model: the 16 and 32 px anchors match 12-32 px cell boxes;
 #  * random init with trainable BN statistics (norm_eval=False, nothing frozen), which
 #    also fine-tunes ImageNet weights at batch 8;
-#  * test NMS / detections per patch of SPEC §6.
+#  * test NMS / detections per patch of docs/method.md#evaluation.
 # ImageNet weights come from a local file, set in one place on the command line:
 # --cfg-options load_from=<converted .pth> (docs/pretrained.md).
 model = dict(
@@ -111,7 +111,7 @@ model = dict(
             max_per_img=1000,
             nms=dict(type='nms', iou_threshold=0.7),
             min_bbox_size=0),
-        # SPEC §6: class-wise NMS at IoU 0.3, at most 100 per patch; the metric applies
+        # docs/method.md#evaluation: class-wise NMS at IoU 0.3, at most 100 per patch; the metric applies
         # the 0.5 score threshold, lower scores are kept for precision-recall analysis.
         rcnn=dict(
             score_thr=0.05,

@@ -1,4 +1,5 @@
-"""Per-batch class priors for multi-class PU learning (paper Section 2.3, SPEC §2.3-2.4)."""
+"""Per-batch class priors for multi-class PU learning (paper Section 2.3,
+docs/method.md#prior-update)."""
 import logging
 import re
 from contextlib import contextmanager
@@ -115,7 +116,7 @@ class PriorUpdateHook(Hook):
 
     and are copied into the ``priors`` buffer of every :class:`MultiPULoss` in the model
     (the RoI head). Every binary :class:`PULoss` in the model (the class-agnostic RPN)
-    receives the total positive prior ``sum_m pi_m`` (SPEC §2.3), unless
+    receives the total positive prior ``sum_m pi_m`` (docs/method.md#multi-class-pu-risk), unless
     ``update_rpn_prior=False``: then it keeps its configured prior, a per-stage prior
     (the RPN samples anchors at random over the whole image, where unannotated cells
     are much rarer than among the RoIs; docs/experiments.md, "Per-stage priors").
@@ -189,7 +190,8 @@ class PriorUpdateHook(Hook):
             backbones with other layers that behave differently in training mode.
             Defaults to True.
         update_rpn_prior (bool): Set the binary PU losses' prior to ``sum_m pi_m``
-            (SPEC §2.3). False leaves their configured prior. Defaults to True.
+            (docs/method.md#multi-class-pu-risk). False leaves their configured prior.
+            Defaults to True.
         smoothing (float): Weight of the past in the running counts, in [0, 1).
             Defaults to 0: the paper's per-batch counts.
     """

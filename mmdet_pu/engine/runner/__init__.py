@@ -1,4 +1,4 @@
-from .tile_merge import merge_tile_predictions, tile_windows
+from .tile_merge import merge_tile_predictions
 from .tiled_loop import TiledTestLoop, TiledValLoop
 
-__all__ = ['TiledTestLoop', 'TiledValLoop', 'merge_tile_predictions', 'tile_windows']
+__all__ = ['TiledTestLoop', 'TiledValLoop', 'merge_tile_predictions']

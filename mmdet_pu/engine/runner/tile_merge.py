@@ -1,4 +1,4 @@
-"""Tiling of a whole image for inference and merging of the per-tile detections (SPEC §6).
+"""Merging of the per-tile detections of a whole image (docs/method.md#tiled-inference).
 
 Large images are predicted patch by patch; the boxes are shifted back to image
 coordinates and the duplicates of cells seen by two overlapping tiles are removed with
@@ -24,32 +24,6 @@ from mmcv.ops import batched_nms
 from mmengine.structures import InstanceData
 
 
-def tile_origins(length: int, tile: int, overlap: int) -> List[int]:
-    """Start offsets of tiles of size ``tile`` covering ``[0, length)``.
-
-    Tiles advance by ``tile - overlap``; the last one is moved back to end flush with
-    ``length`` (the same convention as ``data_prep``'s tiling, so test-time tiles are the
-    training patches). ``length <= tile`` gives ``[0]``.
-    """
-    if tile <= 0:
-        raise ValueError(f'tile_size must be positive, got {tile}')
-    if not 0 <= overlap < tile:
-        raise ValueError(f'overlap must be in [0, tile_size={tile}), got {overlap}')
-    if length <= tile:
-        return [0]
-    origins = list(range(0, length - tile, tile - overlap))
-    origins.append(length - tile)
-    return origins
-
-
-def tile_windows(height: int, width: int, tile: int,
-                 overlap: int) -> List[Tuple[int, int, int, int]]:
-    """Windows ``(x0, y0, w, h)`` covering a ``height x width`` image, row by row."""
-    return [(x0, y0, min(tile, width), min(tile, height))
-            for y0 in tile_origins(height, tile, overlap)
-            for x0 in tile_origins(width, tile, overlap)]
-
-
 def _span_cores(spans: List[Tuple[int, int]]) -> Dict[int, Tuple[float, float]]:
     """Per start, the ``[low, high)`` core of each span ``(start, length)`` of one line.
 
@@ -72,7 +46,8 @@ def tile_cores(windows: Sequence[Tuple[int, int, int, int]]
                ) -> List[Tuple[float, float, float, float]]:
     """The core ``(x_low, y_low, x_high, y_high)`` of every window of a tile grid.
 
-    ``windows`` are ``(x0, y0, w, h)`` on a grid (those of :func:`tile_windows`, or a
+    ``windows`` are ``(x0, y0, w, h)`` on a grid (those of
+    :func:`~mmdet_pu.io.tiling.tile_grid`, or a
     subset of them, e.g. the tissue tiles of a slide). A window's neighbours are the
     next windows of its row (same ``y0``) and of its column (same ``x0``); each shared
     overlap is split in its middle. Where a neighbour is absent the core extends past

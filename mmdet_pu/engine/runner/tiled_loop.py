@@ -1,4 +1,5 @@
-"""Whole-image evaluation by tiled inference, as MMEngine test/val loops (SPEC §6).
+"""Whole-image evaluation by tiled inference, as MMEngine test/val loops
+(docs/method.md#tiled-inference).
 
 The dataloader yields whole images. Each one is cut into ``tile_size`` windows (stride
 ``tile_size - overlap``, last window flush with the border), the windows are run through
@@ -6,7 +7,8 @@ the model's ``test_step`` (its data preprocessor normalises and pads every tile,
 plain checkpoint is used unchanged), the boxes are shifted back to image coordinates,
 each tile keeps the detections centred in its core (the tile less half the overlap
 along each shared edge, :func:`~.tile_merge.tile_cores`) and the rest are merged with
-NMS, class-wise by default (SPEC §6) or across classes (``class_agnostic=True``: a
+NMS, class-wise by default (docs/method.md#tiled-inference) or across classes
+(``class_agnostic=True``: a
 nucleus has one type, so of two overlapping boxes of different classes one is a false
 positive). The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
 ``DetVisualizationHook`` for ``--show-dir``) then receive one data sample per whole image,
@@ -28,7 +30,8 @@ from torch.utils.data import DataLoader
 
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
-from .tile_merge import merge_tile_predictions, tile_cores, tile_windows
+from ...io.tiling import tile_grid
+from .tile_merge import merge_tile_predictions, tile_cores
 
 
 class TiledInferenceMixin:
@@ -41,10 +44,10 @@ class TiledInferenceMixin:
             tile_size``; at least the largest cell, so that a cell cut by one tile's
             edge is whole in the neighbour's core. Defaults to 0.
         nms_iou (float): IoU threshold of the NMS merging the tiles. Defaults to 0.3
-            (SPEC §6).
+            (docs/method.md#tiled-inference).
         class_agnostic (bool): merge with one NMS over all classes instead of one per
             class; pair it with ``class_agnostic=True`` in the model's
-            ``test_cfg.rcnn.nms``. Defaults to False (SPEC §6).
+            ``test_cfg.rcnn.nms``. Defaults to False (docs/method.md#tiled-inference).
         tile_batch_size (int): tiles per forward pass. Defaults to 8.
         max_per_img (int): cap on the merged detections per image; -1 (default) keeps
             all, each tile being capped by the model's ``test_cfg``.
@@ -91,7 +94,7 @@ class TiledInferenceMixin:
     def _predict_image(self, step, image: torch.Tensor,
                        sample: DetDataSample) -> DetDataSample:
         height, width = image.shape[-2:]
-        windows = tile_windows(height, width, self.tile_size, self.overlap)
+        windows = tile_grid(width, height, self.tile_size, self.overlap)
         # Boxes come back rescaled to the original image (rescale=True); so must offsets
         # and cores.
         scale_w, scale_h = sample.metainfo.get('scale_factor', (1.0, 1.0))

@@ -1,4 +1,5 @@
-"""RPN head of the BDE baseline (Li et al., MICCAI 2020; reconstruction, SPEC §3)."""
+"""RPN head of the BDE baseline (Li et al., MICCAI 2020; a reconstruction,
+docs/method.md#bde-reconstruction)."""
 from typing import List
 
 import torch
@@ -16,7 +17,8 @@ from .pu_rpn_head import PURPNHead
 class BDERPNHead(PURPNHead):
     """RPN head whose unlabeled anchors are weighted by their box density.
 
-    Reconstruction of BDE (no official code; SPEC §3, ``mmdet_pu.models.losses.bde``):
+    Reconstruction of BDE (no official code; docs/method.md#bde-reconstruction,
+    ``mmdet_pu.models.losses.bde``):
     for each image the boxes regressed from **all** valid anchors (every level) are
     decoded without gradient; every sampled unlabeled anchor ``i`` (label =
     background, ``label_weight > 0``) gets its ``label_weight`` multiplied by

@@ -1,4 +1,5 @@
-"""RPN head whose classification risk is estimated once per mini-batch (SPEC §2.1)."""
+"""RPN head whose classification risk is estimated once per mini-batch
+(docs/method.md#binary-pu-risk)."""
 from typing import List
 
 import torch
@@ -18,10 +19,10 @@ class PURPNHead(RPNHead):
     mmdet's ``AnchorHead.loss_by_feat`` calls ``loss_cls`` once per FPN level and sums
     the results. That is fine for cross entropy, a mean over samples, but the PU risk
     (``PULoss``, paper Section 2.2.1) has a non-linear ``max{0, .}`` and per-set
-    normalisers, so the paper's estimate (SPEC §2.1) needs every sampled anchor of the
-    mini-batch at once: all levels and all images. This head computes targets exactly
-    as ``RPNHead`` and concatenates them before one call of ``loss_cls`` and one of
-    ``loss_bbox``.
+    normalisers, so the paper's estimate (docs/method.md#binary-pu-risk) needs every
+    sampled anchor of the mini-batch at once: all levels and all images. This head
+    computes targets exactly as ``RPNHead`` and concatenates them before one call of
+    ``loss_cls`` and one of ``loss_bbox``.
     (``RPNHead`` with ``PULoss`` estimates one risk per level and sums them instead; the
     synthetic multi-class config does that, measured better there: docs/experiments.md,
     "Multi-class: the RPN risk per FPN level".)

@@ -3,7 +3,8 @@
 BDE ("box density energy") calibrates the cross entropy of a detector trained on
 sparse annotations: an unlabeled sample lying where the detector predicts many boxes
 is probably an unannotated object, so its "background" loss is down-weighted. No
-official code exists; this is the reconstruction documented in SPEC §3. For one image
+official code exists; this is the reconstruction documented in
+docs/method.md#bde-reconstruction. For one image
 with predicted (regressed) box centres ``c_1 .. c_N`` the weight of sample ``i`` is
 
     E_i = mean_j ||c_i - c_j||_1 / max_{j,k} ||c_j - c_k||_1        (in [0, 1])

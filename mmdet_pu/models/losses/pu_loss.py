@@ -8,7 +8,8 @@ Implements the classification losses of the paper, Section 2.2:
 Both evaluate one risk function, :func:`pu_risk`, over the per-sample cross entropies
 returned by :func:`cross_entropy_terms`.
 
-Sample sets follow MMDetection's target encoding (SPEC §1). With ``C`` positive classes,
+Sample sets follow MMDetection's target encoding (docs/method.md#sample-sets). With ``C``
+positive classes,
 a sample with ``label == m`` (0 <= m < C) is a labeled positive of class m, one with
 ``label == C`` (the background index) is unlabeled, and one with ``label_weight == 0`` is
 ignored. ``H`` is the cross entropy of the head: sigmoid BCE on one logit channel, or
@@ -80,7 +81,7 @@ def pu_risk(h_label: Tensor,
     ``nonnegative='clamp'`` returns R_p + max{0, r} (the paper's loss). ``'nnpu'``
     (Kiryo et al. 2017) returns R_p + r when r >= -beta; otherwise its value is
     R_p - beta while its gradient is that of -gamma * r, i.e. a gradient ascent step on
-    the negative risk (SPEC §2.2).
+    the negative risk (docs/method.md#naive-pu-and-nnpu).
 
     A class without (weighted) positives in the batch contributes no terms; with no
     positives at all, R_p = 0 and E_x[H(c, bg)] is the weighted mean over U. Empty sets
@@ -144,8 +145,9 @@ class BasePULoss(nn.Module):
     Subclasses provide ``use_sigmoid``, ``class_priors`` (a ``(C,)`` tensor) and
     ``_check_channels``.
 
-    The risk is a batch-level estimate (SPEC §2.1): call the loss once on every sampled
-    item of the mini-batch (all images; for the RPN all FPN levels, see ``PURPNHead``).
+    The risk is a batch-level estimate (docs/method.md#binary-pu-risk): call the loss once
+    on every sampled item of the mini-batch (all images; for the RPN all FPN levels, see
+    ``PURPNHead``).
     The loss normalises itself, so ``avg_factor`` is accepted for interface compatibility
     and does not change the result; the only reduction is ``'mean'``. Half-precision
     scores are evaluated in float32 and the loss is float32 (float64 for float64 scores).
@@ -225,7 +227,8 @@ class BasePULoss(nn.Module):
 
 @MODELS.register_module()
 class PULoss(BasePULoss):
-    r"""Binary PU classification loss, the paper's L_cls^pu (Section 2.2.1, SPEC §2.1).
+    r"""Binary PU classification loss, the paper's L_cls^pu (Eq. 8, Section 2.2.1;
+    docs/method.md#binary-pu-risk).
 
     .. math::
 
@@ -295,7 +298,7 @@ class MultiPULoss(BasePULoss):
     r"""Multi-class PU classification loss, the paper's L_cls^mpu (Section 2.2.2).
 
     Softmax cross entropy over C positive classes and the background (last channel),
-    class priors pi_m and N_p^m positives of class m (SPEC §2.3):
+    class priors pi_m and N_p^m positives of class m (docs/method.md#multi-class-pu-risk):
 
     .. math::
 

@@ -1,4 +1,5 @@
-"""RoI box head of the BDE baseline (Li et al., MICCAI 2020; reconstruction, SPEC §3)."""
+"""RoI box head of the BDE baseline (Li et al., MICCAI 2020; a reconstruction,
+docs/method.md#bde-reconstruction)."""
 from typing import List, Optional
 
 import torch
@@ -17,7 +18,8 @@ from ..losses.bde import bde_weights, box_centres
 class BDEShared2FCBBoxHead(Shared2FCBBoxHead):
     """``Shared2FCBBoxHead`` whose unlabeled RoIs are weighted by their box density.
 
-    Reconstruction of BDE (no official code; SPEC §3, ``mmdet_pu.models.losses.bde``):
+    Reconstruction of BDE (no official code; docs/method.md#bde-reconstruction,
+    ``mmdet_pu.models.losses.bde``):
     the boxes this head regresses from the RoIs of an image are decoded without
     gradient (for class-specific regression, the box of the RoI's highest-scoring
     class), and every unlabeled RoI ``i`` (label = background, ``label_weight > 0``)
@@ -32,8 +34,8 @@ class BDEShared2FCBBoxHead(Shared2FCBBoxHead):
     RoI sampler drew for the image (a uniform random subset of the unlabeled
     proposals plus the positives and, with ``add_gt_as_proposals``, the annotated
     boxes): an mmdet bbox head never sees the other proposals, and the method bases
-    only replace ``bbox_head`` (docs/design.md). SPEC §3 describes the reference as
-    all proposals; the sampled ones estimate the same mean distance.
+    only replace ``bbox_head`` (docs/design.md). docs/method.md#bde-reconstruction
+    describes the reference as all proposals; the sampled ones estimate the same mean distance.
     """
 
     def loss_and_target(self,

@@ -42,7 +42,8 @@ def tile_grid(width, height, tile, overlap):
 
 
 def point_boxes(points_xy, box_size, width, height):
-    """Fixed-size boxes centred on points, clipped to the image (SPEC §5).
+    """Fixed-size boxes centred on points, clipped to the image
+    (docs/method.md#datasets-and-deletion).
 
     Args:
         points_xy: (N, 2) float, 0-based pixel coordinates.

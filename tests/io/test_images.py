@@ -6,10 +6,9 @@ import pytest
 import tifffile
 from PIL import Image
 
-from data_prep.image_io import (LazyImageReader, TiffRegionReader, UnsupportedCompression,
-                                image_size, open_image)
-from data_prep.readers import ImageFileReader
-from data_prep.tiling import tile_grid
+from mmdet_pu.io.images import ImageFileReader, LazyImageReader, image_size, open_image
+from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
+from mmdet_pu.io.tiling import tile_grid
 from tests.data_prep.raw_fixtures import write_bmp_rgba
 
 RNG = np.random.default_rng(0)

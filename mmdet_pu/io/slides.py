@@ -14,7 +14,8 @@ region needs (except small PNG/JPEG images, which are decoded whole once):
   a region intersects. One level: the first page.
 * **PIL** (OpenSlide's ``ImageSlide``) for PNG / JPEG images, and for TIFFs whose
   compression neither OpenSlide nor tifffile can decode here (LZW / JPEG strips without
-  ``imagecodecs``), of at most :data:`MAX_WHOLE_PIXELS` pixels. One level.
+  ``imagecodecs``), of at most :data:`~mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels.
+  One level.
 
 OpenSlide is imported when a slide is opened, never when the package is imported.
 Coordinates are pixels of the level being read, ``x`` = column, ``y`` = row.
@@ -24,16 +25,15 @@ from typing import Tuple
 
 import numpy as np
 
-from ..io.tiff import TIFF_SUFFIXES, TiffRegionReader, UnsupportedCompression, tiff_size
+from .images import MAX_WHOLE_PIXELS, open_tiff
+from .tiff import TIFF_SUFFIXES, TiffRegionReader
 
 #: Suffixes of ordinary images read whole with PIL.
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
+#: Formats only OpenSlide reads (pyramids of the scanner vendors).
+OPENSLIDE_SUFFIXES = ('.svs', '.ndpi', '.mrxs', '.scn', '.bif', '.vms', '.vmu', '.svslide')
 #: Suffixes :func:`find_slides` collects from a directory.
-SLIDE_SUFFIXES = ('.svs', '.tif', '.tiff', '.ndpi', '.mrxs', '.scn', '.bif', '.vms',
-                  '.vmu', '.svslide') + IMAGE_SUFFIXES
-#: Largest image decoded whole by PIL (about 200 MB of RGB); larger images must be
-#: converted to a tiled pyramidal TIFF.
-MAX_WHOLE_PIXELS = 64_000_000
+SLIDE_SUFFIXES = OPENSLIDE_SUFFIXES + TIFF_SUFFIXES + IMAGE_SUFFIXES
 
 
 class SlideReader:
@@ -134,13 +134,8 @@ class TiffFileReader(SlideReader):
 def _open_tiff_fallback(path, max_whole_pixels=MAX_WHOLE_PIXELS):
     """A TIFF that OpenSlide cannot open: region reads with tifffile, or, for a
     compression tifffile cannot decode here, a whole decode with PIL if small enough."""
-    try:
-        return TiffFileReader(path)
-    except UnsupportedCompression:
-        width, height = tiff_size(path)
-        if width * height > max_whole_pixels:
-            raise
-        return _open_image(path, max_whole_pixels)
+    return open_tiff(path, lambda p: _open_image(p, max_whole_pixels), max_whole_pixels,
+                     region_reader=TiffFileReader)
 
 
 def _open_image(path, max_whole_pixels):

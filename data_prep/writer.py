@@ -26,7 +26,8 @@ One per whole raw image::
         labels=[1, 1],                          # (N,) category ids in 1..C
         points=[[x, y], ...],                   # (N, 2) 0-based, x = column; or None
         boxes=None,                             # (N, 4) [x, y, w, h]; or None
-        extra={'score': [0.8, 1.0]})            # per-annotation fields, each length N
+        extra={'score': [0.8, 1.0]},            # per-annotation fields, each length N
+        mpp=0.2455)                             # micrometres per pixel, None if unknown
 
 * Give ``points`` (point-annotated data: the writer makes ``box_size`` boxes centred on
   them, clipped to the image) or ``boxes`` (box-annotated data, clipped to the image), or
@@ -63,7 +64,8 @@ Output (``OUT``)
   least one fold;
 * ``annotations/fold<k>/{train,val,test}.json``: tiles of the images of that split;
   ``file_name`` is relative to ``images/`` (``data_prefix=dict(img='images/')``); image
-  entries carry ``source``, ``x0``, ``y0``, ``width``, ``height``; annotations
+  entries carry ``source``, ``x0``, ``y0``, ``width``, ``height`` (and ``mpp``, the
+  source's micrometres per pixel, when the converter knows it); annotations
   ``bbox`` (clipped to the tile), ``category_id``, ``point`` (tile coordinates, when
   points were given) and the ``extra`` fields. A cell belongs to every tile containing
   its point (box centre without points);
@@ -102,6 +104,7 @@ class SourceImage:
     points: Optional[Any] = None
     boxes: Optional[Any] = None
     extra: dict = field(default_factory=dict)
+    mpp: Optional[float] = None
 
     def __post_init__(self):
         path = PurePosixPath(self.source)
@@ -137,6 +140,9 @@ class SourceImage:
                 i = empty[0]
                 raise ValueError(f'{self.source}: box {i} {boxes[i].tolist()} has no area '
                                  f'inside the {self.width}x{self.height} image')
+        if self.mpp is not None and not float(self.mpp) > 0:
+            raise ValueError(f'{self.source}: mpp (micrometres per pixel) must be '
+                             f'positive, got {self.mpp!r}')
         for key, values in self.extra.items():
             if len(values) != n:
                 raise ValueError(f'{self.source}: extra field {key!r} has {len(values)} '
@@ -314,6 +320,8 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
 
 def _add(builder, image, file_name, tile, keep, points, boxes, **image_extra):
     x0, y0, w, h = tile
+    if image.mpp is not None:
+        image_extra['mpp'] = float(image.mpp)
     image_id = builder.add_image(file_name, w, h, image.source, x0=x0, y0=y0,
                                  **image_extra)
     for j, i in enumerate(keep):

@@ -21,7 +21,7 @@ OpenSlide is imported when a slide is opened, never when the package is imported
 Coordinates are pixels of the level being read, ``x`` = column, ``y`` = row.
 """
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -36,6 +36,18 @@ OPENSLIDE_SUFFIXES = ('.svs', '.ndpi', '.mrxs', '.scn', '.bif', '.vms', '.vmu', 
 SLIDE_SUFFIXES = OPENSLIDE_SUFFIXES + TIFF_SUFFIXES + IMAGE_SUFFIXES
 
 
+def _mean_mpp(mpp_x, mpp_y) -> Optional[float]:
+    """The mean of two micrometre-per-pixel values given as text, None unless both are
+    positive numbers."""
+    try:
+        values = [float(mpp_x), float(mpp_y)]
+    except (TypeError, ValueError):
+        return None
+    if not all(v > 0 and v == v for v in values):
+        return None
+    return sum(values) / 2
+
+
 class SlideReader:
     """Region reads of one slide.
 
@@ -44,12 +56,15 @@ class SlideReader:
         backend (str): ``'openslide'``, ``'tifffile'`` or ``'pil'``.
         level_dimensions (tuple): ``(width, height)`` of every level, level 0 first.
         level_downsamples (tuple): level-0 pixels per pixel of every level.
+        mpp (float or None): micrometres per level-0 pixel (the mean of x and y), None
+            when the file does not say.
     """
 
     path: Path
     backend: str
     level_dimensions: Tuple[Tuple[int, int], ...]
     level_downsamples: Tuple[float, ...]
+    mpp: Optional[float] = None
 
     @property
     def dimensions(self) -> Tuple[int, int]:
@@ -97,6 +112,9 @@ class OpenSlideReader(SlideReader):
         self.backend = backend
         self.level_dimensions = tuple(tuple(map(int, d)) for d in slide.level_dimensions)
         self.level_downsamples = tuple(float(d) for d in slide.level_downsamples)
+        properties = getattr(slide, 'properties', {})
+        self.mpp = _mean_mpp(properties.get('openslide.mpp-x'),
+                             properties.get('openslide.mpp-y'))
 
     def _read(self, level, x, y, w, h):
         # OpenSlide takes the top-left corner in level-0 pixels, the size in level pixels.
@@ -123,6 +141,7 @@ class TiffFileReader(SlideReader):
         self.backend = 'tifffile'
         self.level_dimensions = ((self._reader.width, self._reader.height),)
         self.level_downsamples = (1.0,)
+        self.mpp = self._reader.mpp
 
     def _read(self, level, x, y, w, h):
         return np.ascontiguousarray(self._reader.read_region(x, y, w, h))

@@ -67,6 +67,26 @@ class TiffRegionReader:
             self._tif.close()
             raise
 
+    @property
+    def mpp(self):
+        """Micrometres per pixel from the resolution tags (``XResolution``,
+        ``YResolution`` in pixels per inch or per centimetre, ``ResolutionUnit`` 2 or 3),
+        the mean of x and y; None when a tag is missing: without an explicit unit the
+        values are a screen resolution, not the scanner's."""
+        tags = self._page.tags
+        unit = tags.get('ResolutionUnit')
+        per_unit = {2: 25400.0, 3: 10000.0}.get(int(unit.value)) if unit else None
+        values = []
+        for name in ('XResolution', 'YResolution'):
+            tag = tags.get(name)
+            if per_unit is None or tag is None:
+                return None
+            numerator, denominator = tag.value
+            if numerator <= 0 or denominator <= 0:
+                return None
+            values.append(per_unit * denominator / numerator)
+        return sum(values) / 2
+
     def read_region(self, x0, y0, w, h):
         """RGB ``uint8`` pixels of the region ``[x0, x0+w) x [y0, y0+h)``."""
         x0, y0, w, h = int(x0), int(y0), int(w), int(h)

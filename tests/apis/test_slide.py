@@ -483,3 +483,13 @@ def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
         assert (y0 + y1) / 2 == pytest.approx(float(row['y']), abs=0.01)
         assert cell.score == pytest.approx(float(row['score']), abs=1e-4)
         assert 16 <= x0 < x1 <= 516 and 8 <= y0 < y1 <= 408  # level-0, inside the ROI
+
+
+def test_slide_resolution_comes_from_openslide_properties(tmp_path):
+    class Slide:
+        level_dimensions, level_downsamples = ((4, 1),), (1.0,)
+        properties = {'openslide.mpp-x': '0.25', 'openslide.mpp-y': '0.27'}
+
+    assert OpenSlideReader(Slide(), tmp_path / 's.svs').mpp == pytest.approx(0.26)
+    Slide.properties = {'openslide.mpp-x': '0.25'}
+    assert OpenSlideReader(Slide(), tmp_path / 's.svs').mpp is None

@@ -121,3 +121,19 @@ def test_image_file_reader_reads_regions_as_rgb(tmp_path):
     assert region.shape == (4, 10, 3) and (region[..., 0] == 255).all()
     with pytest.raises(ValueError, match='not inside'):
         reader.read_region(25, 0, 10, 4)
+
+
+def test_images_carry_the_source_resolution(tmp_path):
+    rgb = np.zeros((64, 96, 3), np.uint8)
+    images = [SourceImage(source=f's{i}.png', group=f's{i}', reader=ArrayReader(rgb),
+                          width=96, height=64, labels=[1], points=[[10, 10]],
+                          mpp=0.25 if i else None) for i in range(6)]
+    splits = split_groups([im.group for im in images], n_folds=1)
+    write_dataset(tmp_path / 'out', ['cell'], images, splits, tile=64, box_size=8)
+    for split in ('train', 'val', 'test', 'test_whole'):
+        coco = json.loads((tmp_path / f'out/annotations/fold0/{split}.json').read_text())
+        for entry in coco['images']:
+            assert entry.get('mpp') == (None if entry['source'] == 's0.png' else 0.25)
+    with pytest.raises(ValueError, match='a.png: mpp .* must be positive'):
+        SourceImage(source='a.png', group='a', reader=ArrayReader(rgb), width=96,
+                    height=64, labels=[], points=[], mpp=0)

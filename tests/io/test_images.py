@@ -133,3 +133,16 @@ def test_tiling_a_large_tiff_stays_far_below_its_size_in_memory(tmp_path, layout
             tracemalloc.stop()
     # bounded by the segments one 500 x 500 region touches, not by the image (27 MB)
     assert peak < min(8e6, full_bytes / 3), f'peak {peak / 1e6:.1f} MB'
+
+
+@pytest.mark.parametrize('unit, resolution, expected', [
+    ('CENTIMETER', (40000, 40000), 0.25), ('INCH', (101600, 101600), 0.25),
+    (None, None, None),
+    ('NONE', (4, 4), None)])
+def test_tiff_resolution_tags_give_micrometres_per_pixel(tmp_path, unit, resolution,
+                                                         expected):
+    path = tmp_path / 'res.tif'
+    kwargs = {} if resolution is None else dict(resolution=resolution, resolutionunit=unit)
+    tifffile.imwrite(path, IMAGE[:32, :48], photometric='rgb', **kwargs)
+    with TiffRegionReader(path) as reader:
+        assert reader.mpp == (None if expected is None else pytest.approx(expected))

@@ -2,7 +2,8 @@
 
 Both models are built from ``configs/_base_/models/faster-rcnn_r18-slim_fpn.py`` with
 identical initial weights: the cross-entropy one as is, the PU one with ``PURPNHead`` +
-binary ``PULoss`` in the RPN and ``PULoss`` in the RoI head (configs/_base_/methods/pu.py).
+binary ``PULoss`` in the RPN and ``PULoss`` in the RoI head
+(configs/synthetic/synthetic_keep1_pu.py).
 After a warmup, training steps on the same generated batch alternate between the two
 models (CE, PU, CE, PU, ...) so both see the same machine load; the script prints the
 median step time of each and the median of the per-round ratios PU / CE.

@@ -144,6 +144,34 @@ class CapPerClass(DeletionScheme):
         return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
 
 
+@DELETION_SCHEMES.register_module()
+class KeepRegion(DeletionScheme):
+    """Keep every annotation inside one square area per image (patch) and none outside:
+    regional annotation, where a pathologist marks all cells of a small field.
+
+    The area is ``size`` x ``size`` pixels centred on the box centre of one annotation
+    drawn at random (so a patch with cells always has an annotated area); an annotation
+    stays when its box centre lies inside it.
+    """
+
+    fields = ('bbox', )
+
+    def __init__(self, size=96, seed=0, subset=None):
+        super().__init__(seed, subset)
+        if not size > 0:
+            raise ValueError(f'KeepRegion: size must be positive, got {size!r}')
+        self.size = float(size)
+
+    def choose(self, rng, anns):
+        if not anns:
+            return np.zeros(0, np.int64)
+        boxes = np.asarray([ann['bbox'] for ann in anns], dtype=np.float64).reshape(-1, 4)
+        centres = boxes[:, :2] + boxes[:, 2:] / 2
+        anchor = centres[rng.integers(len(anns))]
+        inside = np.all(np.abs(centres - anchor) <= self.size / 2, axis=1)
+        return np.flatnonzero(inside)
+
+
 def build_deletion(cfg):
     """A scheme from a ``DELETION_SCHEMES`` config dict; ``None`` (complete) stays None."""
     if cfg is None or isinstance(cfg, DeletionScheme):

@@ -138,8 +138,8 @@ class DensePULoss(nn.Module):
     accepted for interface compatibility and ignored. mmdet's focal losses divide their
     sum by the number of positive locations instead (RetinaNet, ATSS, FCOS, GFL; RTMDet
     by the sum of its soft targets), so the mean is smaller than the detector's loss by
-    the share of positive locations, which is the prior itself: 1e-3 to 1e-2 for a
-    dense head. The labeled count cannot replace that normaliser under incomplete
+    the share of positive locations, which is the prior itself, tiny for a dense
+    head. The labeled count cannot replace that normaliser under incomplete
     labels (it misses the unlabeled cells); its PU estimate is N * sum_m pi_m. So with
     ``risk_scale='per_positive'`` (the default) the loss is the risk divided by
     sum_m pi_m: the summed risk per expected positive location. With complete labels and

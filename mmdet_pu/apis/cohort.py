@@ -99,10 +99,9 @@ class CohortSettings:
 class CohortSummary:
     """What :func:`run_cohort` found and did.
 
-    ``done``, ``failed`` and ``pending`` are slide names of the whole cohort after the
-    run, as process 0 sees them after the final barrier (another process's view is
-    the same unless it ran alone); ``skipped`` the slides finished before the run,
-    ``run`` the slides this process ran.
+    ``done``, ``failed`` and ``pending`` are the slide names of the whole cohort after
+    the run (every process reads the records after the final barrier); ``skipped`` the
+    slides finished before the run, ``run`` the slides this process ran.
     """
     done: List[str]
     failed: List[str]
@@ -197,32 +196,29 @@ def check_names(slides: Sequence[Path]) -> None:
                          f'{MANIFEST}; rename it')
 
 
-def slide_weight(path, settings: CohortSettings) -> Tuple[float, Optional[float]]:
-    """``(weight, tissue_px)``: the pixels the model will see on the slide, and its
-    tissue area in level-0 pixels when it was measured.
-
-    The weight is the tissue area (the ROI's when the tissue mask is off or too
-    costly to measure: its read would exceed :data:`PLAN_MASK_PIXELS`), scaled to the
-    model's input resolution (:func:`~mmdet_pu.apis.slide.plan_resolution`). A slide
-    that cannot be read weighs 0 (it fails when it runs).
+def slide_weight(path, settings: CohortSettings) -> float:
+    """The pixels the model will see on a slide: its tissue area (the ROI's when the
+    tissue mask is off or too costly to measure: its read would exceed
+    :data:`PLAN_MASK_PIXELS`), scaled to the model's input resolution
+    (:func:`~mmdet_pu.apis.slide.plan_resolution`). A slide that cannot be read weighs 0
+    (it fails, with its message, when it runs).
     """
     try:
         with open_slide(path) as reader, warnings.catch_warnings():
             warnings.simplefilter('ignore', ResolutionWarning)
             roi = check_roi(settings.roi, reader.dimensions, path)
             plan = plan_resolution(reader, settings.target_mpp, settings.level)
-            area, tissue_px = float(roi[2] * roi[3]), None
+            area = float(roi[2] * roi[3])
             if settings.tissue is not None:
                 downsamples = reader.level_downsamples
                 read = max(d for d in downsamples
                            if d <= settings.tissue.downsample or d == downsamples[0])
                 if area / read ** 2 <= PLAN_MASK_PIXELS:
-                    mask = compute_tissue_mask(reader, roi, settings.tissue)
-                    tissue_px = area = mask.tissue_fraction * area
+                    area *= compute_tissue_mask(reader, roi, settings.tissue).tissue_fraction
             scale = plan.resample / reader.level_downsamples[plan.level]
-            return area * scale ** 2, tissue_px
-    except Exception:  # noqa: BLE001 -- the slide fails, with its message, when it runs
-        return 0.0, None
+            return area * scale ** 2
+    except Exception:  # any error: the slide is recorded as failed when it runs
+        return 0.0
 
 
 def shard_slides(weights: Sequence[float], world_size: int) -> List[List[int]]:
@@ -269,12 +265,12 @@ def read_record(out_dir, slide) -> Optional[dict]:
 def _clear(out_dir: Path, slide: Path) -> None:
     """Remove the record, the outputs and the temporary siblings of interrupted atomic
     writes of ``slide`` (only the process that runs the slide touches these)."""
-    record = _record_path(out_dir, slide)
-    paths = [record, *_outputs(out_dir, slide)]
-    for path in list(paths):
-        paths.extend(path.parent.glob(f'.{path.name}.*.tmp'))
-    for path in paths:
+    for path in (_record_path(out_dir, slide), *_outputs(out_dir, slide)):
         path.unlink(missing_ok=True)
+        if path.parent.is_dir():  # atomic_open's siblings: .<name>.<random>.tmp
+            for entry in os.scandir(path.parent):
+                if entry.name.startswith(f'.{path.name}.') and entry.name.endswith('.tmp'):
+                    Path(entry.path).unlink(missing_ok=True)
 
 
 def _record(slide: Path, settings: dict, digest: str, result=None, error=None,
@@ -428,7 +424,7 @@ def run_cohort(model, slides: Sequence, out_dir, settings: CohortSettings = Coho
     # 2. plan: weights measured round-robin and gathered; process 0's pending list, one
     # split on every process
     if world_size > 1:
-        share = {str(slide): slide_weight(slide, settings)[0]
+        share = {str(slide): slide_weight(slide, settings)
                  for slide in pending[rank::world_size]}
         gathered = all_gather_object(([str(slide) for slide in pending], share))
         pending = [Path(name) for name in gathered[0][0]]
@@ -461,7 +457,7 @@ def run_cohort(model, slides: Sequence, out_dir, settings: CohortSettings = Coho
                 record = _record(slide, run_settings, digest, result,
                                  seconds=time.perf_counter() - start)
                 say(result.summary())
-            except Exception as err:  # noqa: BLE001 -- isolation: record it, go on
+            except Exception as err:  # isolation: the slide is recorded, the others go on
                 message = f'{type(err).__name__}: {err}'
                 record = _record(slide, run_settings, digest, error=message,
                                  seconds=time.perf_counter() - start)

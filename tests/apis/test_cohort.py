@@ -298,16 +298,18 @@ def test_slide_weight_is_the_tissue_the_model_sees(tmp_path):
     image[:, :256] = TISSUE  # half tissue
     path = write_slide(tmp_path / 'half.tif', image, mpp=0.25, levels=2)
     tissue = TissueMaskConfig(dilate=0)
-    weight, tissue_px = slide_weight(path, CohortSettings(tissue=tissue))
-    assert tissue_px == pytest.approx(256 * 512)
-    assert weight == pytest.approx(256 * 512)  # no target: level 0 as it is
+    # no target: level 0 as it is, the tissue half of the slide
+    assert slide_weight(path, CohortSettings(tissue=tissue)) == pytest.approx(256 * 512)
     # a model at 0.5 um/px sees a quarter of the pixels (level 1)
-    assert slide_weight(path, CohortSettings(tissue=tissue, target_mpp=0.5))[0] == \
+    assert slide_weight(path, CohortSettings(tissue=tissue, target_mpp=0.5)) == \
         pytest.approx(256 * 512 / 4)
+    # a model at 1 um/px: level 1 resampled by 1/2
+    assert slide_weight(path, CohortSettings(tissue=tissue, target_mpp=1.0)) == \
+        pytest.approx(256 * 512 / 16)
     # without a tissue mask: the whole region
-    assert slide_weight(path, CohortSettings(tissue=None)) == (512 * 512, None)
+    assert slide_weight(path, CohortSettings(tissue=None)) == 512 * 512
     (tmp_path / 'bad.tif').write_bytes(b'nothing')
-    assert slide_weight(tmp_path / 'bad.tif', CohortSettings()) == (0.0, None)
+    assert slide_weight(tmp_path / 'bad.tif', CohortSettings()) == 0.0
 
 
 def test_the_cohort_is_a_folder_a_file_or_a_list(tmp_path):

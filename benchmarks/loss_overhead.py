@@ -55,7 +55,7 @@ DENSE = {
 }
 CASCADE = 'cascade_rcnn/cascade-rcnn_r50_fpn_1x_coco.py'
 DETECTORS = ['faster-rcnn', *DENSE, 'cascade-rcnn']
-PRIOR = 0.035  # two-stage heads (configs/_base_/methods/pu.py)
+PRIOR = 0.035  # two-stage heads
 DENSE_PRIOR = 0.005  # share of positive locations of a dense head
 PU_RPN = dict(type='PURPNHead')
 PU_RPN_LOSS = dict(type='PULoss', prior=PRIOR, use_sigmoid=True, loss_weight=1.0)

@@ -20,6 +20,7 @@ region needs (except small PNG/JPEG images, which are decoded whole once):
 OpenSlide is imported when a slide is opened, never when the package is imported.
 Coordinates are pixels of the level being read, ``x`` = column, ``y`` = row.
 """
+import math
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -74,6 +75,23 @@ class SlideReader:
     @property
     def level_count(self) -> int:
         return len(self.level_dimensions)
+
+    def level_mpp(self, level: int) -> Optional[float]:
+        """Micrometres per pixel of ``level`` (None when the slide has no resolution)."""
+        return None if self.mpp is None else self.mpp * self.level_downsamples[level]
+
+    def level_for_mpp(self, target_mpp: float) -> int:
+        """The level whose pixel size is closest to ``target_mpp`` micrometres, by their
+        ratio (``|log(level_mpp / target_mpp)|``; the finer of two equally close levels),
+        or level 0 when the slide has no resolution."""
+        if self.mpp is None:
+            return 0
+        if not target_mpp > 0:
+            raise ValueError(f'target resolution must be > 0 micrometres per pixel, got '
+                             f'{target_mpp}')
+        distances = [round(abs(math.log(self.level_mpp(level) / target_mpp)), 9)
+                     for level in range(self.level_count)]
+        return min(range(self.level_count), key=lambda level: (distances[level], level))
 
     def read_region(self, level: int, x: int, y: int, w: int, h: int) -> np.ndarray:
         """RGB ``uint8`` pixels ``[y, y + h) x [x, x + w)`` of ``level``, shape (h, w, 3)."""

@@ -65,6 +65,7 @@ def test_prepare_cli_writes_the_layout(tmp_path, capsys):
     whole = json.loads((out / 'annotations' / 'fold0' / 'test_whole.json').read_text())
     assert [c['name'] for c in whole['categories']] == ['tumor', 'lymphocyte', 'stromal']
     assert len(whole['images']) == 1 and len(whole['images'][0]['tiles']) == 4
+    assert whole['images'][0]['mpp'] == 0.5  # the resolution the images stand for
     splits = json.loads((out / 'splits.json').read_text())
     assert sorted(splits['assignment']) == [f'multi_{i:04d}.png' for i in range(6)]
     # the same image index gives the same image whatever --num-images is

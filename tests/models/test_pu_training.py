@@ -1,6 +1,5 @@
 """Training the slim Faster R-CNN with the PU losses (CPU, generated data)."""
 import math
-from pathlib import Path
 
 import pytest
 from mmengine.config import Config
@@ -60,25 +59,18 @@ def test_multi_class_pu_training(tmp_path):
     assert_learns(runner, 'MultiPULoss')
 
 
-@pytest.mark.parametrize('method,num_classes,rpn_prior,bbox_loss', [
-    ('pu', 1, 0.035, dict(type='PULoss', prior=0.035, use_sigmoid=False,
-                          loss_weight=1.0)),
-    ('naive_pu', 1, 0.035, dict(type='PULoss', prior=0.035, use_sigmoid=False,
-                                estimator='unlabeled', loss_weight=1.0)),
-    ('mpu', 3, 0.6, dict(type='MultiPULoss', priors=[0.3, 0.2, 0.1],
-                         loss_weight=1.0)),
+@pytest.mark.parametrize('config,rpn_prior,bbox_loss', [
+    ('synthetic/synthetic_keep1_pu.py', 0.006,
+     dict(type='PULoss', prior=0.25, use_sigmoid=False, loss_weight=1.0)),
+    ('synthetic/synthetic_keep1_naive_pu.py', 0.006,
+     dict(type='PULoss', prior=0.25, use_sigmoid=False, estimator='unlabeled',
+          loss_weight=1.0)),
+    ('synthetic/synthetic_multi_cap2_mpu_prior_update.py', 0.27,
+     dict(type='MultiPULoss', priors=[0.1, 0.1, 0.07], loss_weight=1.0)),
 ])
-def test_method_configs_compose(tmp_path, method, num_classes, rpn_prior, bbox_loss):
-    base = REPO / 'configs' / '_base_'
-    config = Path(tmp_path / f'{method}_experiment.py')
-    config.write_text(f"""
-_base_ = [{str(base / 'models' / 'faster-rcnn_r18-slim_fpn.py')!r},
-          {str(base / 'methods' / f'{method}.py')!r},
-          {str(base / 'default_runtime.py')!r}]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes={num_classes}, **_base_.bbox_head)))
-""")
+def test_method_configs_compose(config, rpn_prior, bbox_loss):
+    method = 'mpu' if bbox_loss['type'] == 'MultiPULoss' else 'pu'
+    config = REPO / 'configs' / config
     cfg = Config.fromfile(str(config))
     assert cfg.model.rpn_head.type == 'PURPNHead'
     assert cfg.model.rpn_head.loss_cls.prior == rpn_prior

@@ -3,8 +3,8 @@
 Usage::
 
     python tools/infer_slide.py CONFIG CHECKPOINT SLIDE_OR_DIR --out OUT_DIR
-        [--roi x,y,w,h] [--level 0] [--tile T] [--overlap O] [--batch-size N]
-        [--score-thr S] [--nms-iou IOU] [--device cpu|cuda]
+        [--roi x,y,w,h] [--frame bounds|level0] [--level 0] [--tile T] [--overlap O]
+        [--batch-size N] [--score-thr S] [--nms-iou IOU] [--device cpu|cuda]
         [--no-tissue-mask | --tissue-downsample D --tissue-saturation S
          --tissue-od OD --tissue-dilate PX] [--cfg-options k=v ...]
 
@@ -12,10 +12,13 @@ SLIDE_OR_DIR is a slide (.svs, .tif, .ndpi, .mrxs, ... through OpenSlide; TIFFs 
 cannot open through tifffile; small .png/.jpg through PIL) or a directory of them. For
 each slide OUT_DIR gets ``<stem>.geojson`` (QuPath detections: class name and colour
 of the config's metainfo, a ``score`` measurement; *File > Import objects from file*)
-and ``<stem>.csv`` (``x,y,class,score`` of the cell centres), both in level-0 pixels of
-the whole slide, and a summary line is printed. ``--tile`` and ``--nms-iou`` default to
-the config's ``TiledTestLoop`` settings. The pipeline: docs/slides.md. Errors in the
-input are reported as ``infer_slide.py: error: <message>`` with exit status 2.
+and ``<stem>.csv`` (``x,y,class,score`` of the cell centres), both in QuPath's pixel
+coordinates of the whole slide (level 0; on slides with ``openslide.bounds-*``, such as
+MIRAX, counted from the bounds' corner as QuPath does; ``--frame level0`` for a slide
+QuPath opened with Bio-Formats), like ``--roi``, and a summary line is printed.
+``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop`` settings. The
+pipeline: docs/slides.md. Errors in the input are reported as ``infer_slide.py: error:
+<message>`` with exit status 2.
 """
 import argparse
 
@@ -28,7 +31,7 @@ from mmdet_pu.apis.tissue import TissueMaskConfig
 
 
 def parse_roi(text):
-    """``'x,y,w,h'`` -> a tuple of four ints (level-0 pixels)."""
+    """``'x,y,w,h'`` -> a tuple of four ints (QuPath's level-0 pixels)."""
     try:
         x, y, w, h = (int(v) for v in text.split(','))
     except ValueError:
@@ -60,7 +63,12 @@ def parse_args(argv=None):
     parser.add_argument('slides', help='a slide file or a directory of slides')
     parser.add_argument('--out', required=True, help='output directory')
     parser.add_argument('--roi', type=parse_roi,
-                        help='region x,y,w,h in level-0 pixels (default: whole slide)')
+                        help="region x,y,w,h in QuPath's pixel coordinates (level 0; "
+                        'default: whole slide)')
+    parser.add_argument('--frame', choices=('bounds', 'level0'), default='bounds',
+                        help="QuPath's frame of --roi and the outputs: level 0 less "
+                        'openslide.bounds-x/y when the slide has them (default; QuPath\'s '
+                        'OpenSlide reader) or level 0 (QuPath opened it with Bio-Formats)')
     parser.add_argument('--level', type=int_at_least(0), default=0,
                         help='pyramid level the model sees (default 0)')
     parser.add_argument('--tile', type=int_at_least(1),
@@ -95,7 +103,7 @@ def parse_args(argv=None):
     return parser, parser.parse_args(argv)
 
 
-def check_slides(slides, roi, level):
+def check_slides(slides, roi, level, use_bounds=True):
     """Open every slide once and check ``roi`` and ``level`` against it, so that a bad
     slide or option fails before the model loads and before any output is written."""
     stems = [s.stem for s in slides]
@@ -105,7 +113,7 @@ def check_slides(slides, roi, level):
                          f'same outputs: {", ".join(clashes)}')
     for path in slides:
         with open_slide(path) as slide:
-            check_roi(roi, slide.dimensions, path)
+            check_roi(roi, slide.qupath_frame(use_bounds)[2:], path)
             if not 0 <= level < slide.level_count:
                 raise ValueError(f'{path}: --level {level} does not exist (levels 0-'
                                  f'{slide.level_count - 1} with the {slide.backend} reader)')
@@ -115,7 +123,8 @@ def main(argv=None):
     parser, args = parse_args(argv)
     try:
         slides = find_slides(args.slides)
-        check_slides(slides, args.roi, args.level)
+        use_bounds = args.frame == 'bounds'
+        check_slides(slides, args.roi, args.level, use_bounds)
         tissue = None if args.no_tissue_mask else TissueMaskConfig(
             args.tissue_downsample, args.tissue_saturation, args.tissue_od,
             args.tissue_dilate)
@@ -128,7 +137,8 @@ def main(argv=None):
                 tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
                 batch_size=args.batch_size, score_thr=args.score_thr,
                 nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,
-                class_agnostic=defaults['class_agnostic'], tissue=tissue)
+                class_agnostic=defaults['class_agnostic'], tissue=tissue,
+                use_bounds=use_bounds)
             geojson, table = write_slide_outputs(result, args.out)
             print(f'{result.summary()} -> {geojson}, {table}', flush=True)
     except (ValueError, OSError) as err:

@@ -66,11 +66,13 @@ class InputFormat:
 class SlideResult:
     """Detections of one slide and what it took to get them.
 
-    ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in level-0 pixels of the whole
-    slide (the ROI offset included), sorted by descending ``scores``; ``labels`` index
-    ``classes`` (colours: ``palette``). ``roi`` is the level-0 region run, ``megapixels``
-    the pixels of the tiles run (at ``level``), ``seconds`` the wall time of the call and
-    ``tissue_fraction`` the tissue share of the ROI (``None`` without a mask).
+    ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in QuPath's frame of the whole
+    slide (level-0 pixels less ``origin``, QuPath's origin in level-0 pixels:
+    :meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`; the ROI offset included),
+    sorted by descending ``scores``; ``labels`` index ``classes`` (colours: ``palette``).
+    ``roi`` is the region run, in the same frame, ``megapixels`` the pixels of the tiles
+    run (at ``level``), ``seconds`` the wall time of the call and ``tissue_fraction`` the
+    tissue share of the ROI (``None`` without a mask).
     """
     path: Path
     bboxes: np.ndarray
@@ -85,10 +87,11 @@ class SlideResult:
     megapixels: float = 0.0
     seconds: float = 0.0
     tissue_fraction: Optional[float] = None
+    origin: Tuple[int, int] = (0, 0)
 
     @property
     def centres(self) -> np.ndarray:
-        """``(N, 2)`` cell centres ``x, y`` in level-0 pixels."""
+        """``(N, 2)`` cell centres ``x, y``, in the frame of ``bboxes``."""
         return np.stack([(self.bboxes[:, 0] + self.bboxes[:, 2]) / 2,
                          (self.bboxes[:, 1] + self.bboxes[:, 3]) / 2], axis=1)
 
@@ -325,14 +328,15 @@ def _level_region(reader, roi, level):
 
 
 def check_roi(roi, dimensions, path):
-    """``roi`` as ints ``(x, y, w, h)`` inside the level-0 ``dimensions``; ``None``: all."""
+    """``roi`` as ints ``(x, y, w, h)`` inside the slide's ``dimensions`` (QuPath's
+    image size, level-0 pixels); ``None``: all."""
     width, height = dimensions
     if roi is None:
         return 0, 0, width, height
     x, y, w, h = (int(v) for v in roi)
     if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > width or y + h > height:
         raise ValueError(f'{path}: ROI x={x} y={y} w={w} h={h} is not inside the '
-                         f'{width}x{height} slide (level-0 pixels)')
+                         f'{width}x{height} slide (level-0 pixels, QuPath\'s frame)')
     return x, y, w, h
 
 
@@ -353,7 +357,7 @@ def _converter(fmt: InputFormat):
 def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batch_size=8,
                 score_thr=0.5, nms_iou=0.3, class_agnostic=False,
                 tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
-                progress=True) -> SlideResult:
+                progress=True, use_bounds=True) -> SlideResult:
     """Detect the cells of a slide region.
 
     Args:
@@ -361,7 +365,9 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
             :func:`init_slide_model`); its ``cfg`` (if any) gives the
             :func:`input_format`.
         slide: a slide path or an open :class:`SlideReader` (left open).
-        roi: ``(x, y, w, h)`` in level-0 pixels; ``None`` for the whole slide.
+        roi: ``(x, y, w, h)`` in QuPath's frame (level-0 pixels; on a slide with
+            ``openslide.bounds-*`` counted from the bounds' corner); ``None`` for the
+            whole slide (QuPath's image).
         level: pyramid level the model sees (its pixel size should match the training
             images').
         tile_size, overlap: windows in pixels of ``level`` (before the pipeline's resize).
@@ -372,6 +378,9 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         tissue: tissue mask settings, ``None`` to run every tile.
         prefetch: batches the reader thread may read ahead.
         progress: show a tqdm progress bar (tiles/s).
+        use_bounds: QuPath's frame is the OpenSlide bounds (QuPath's OpenSlide server);
+            ``False`` for level 0 (a slide QuPath opened with Bio-Formats or
+            ``--no-crop``).
     """
     start_time = time.perf_counter()
     fmt = input_format(model.cfg) if getattr(model, 'cfg', None) is not None \
@@ -382,18 +391,20 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
     with contextlib.ExitStack() as stack:
         reader = slide if isinstance(slide, SlideReader) \
             else stack.enter_context(open_slide(slide))
-        roi = check_roi(roi, reader.dimensions, reader.path)
+        ox, oy, frame_width, frame_height = reader.qupath_frame(use_bounds)
+        roi = check_roi(roi, (frame_width, frame_height), reader.path)
+        level0_roi = (roi[0] + ox, roi[1] + oy, roi[2], roi[3])
         if not 0 <= level < reader.level_count:
             raise ValueError(f'{reader.path}: level {level} does not exist (levels 0-'
                              f'{reader.level_count - 1} with the {reader.backend} reader)')
         scale = reader.level_downsamples[level]
-        lx, ly, lw, lh = _level_region(reader, roi, level)
+        lx, ly, lw, lh = _level_region(reader, level0_roi, level)
         windows = [(lx + x, ly + y, w, h) for x, y, w, h in
                    tile_grid(lw, lh, tile_size, overlap)]
         total = len(windows)
         mask = None
         if tissue is not None:
-            mask = compute_tissue_mask(reader, roi, tissue)
+            mask = compute_tissue_mask(reader, level0_roi, tissue)
             windows = [(x, y, w, h) for x, y, w, h in windows
                        if mask.covers(x * scale, y * scale, (x + w) * scale,
                                       (y + h) * scale)]
@@ -414,7 +425,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
                     sizes = bboxes[:, 2:] - bboxes[:, :2]
                     keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
                         bboxes, cores[window])
-                    boxes.append(bboxes[keep].cpu().numpy() * scale)
+                    boxes.append(bboxes[keep].cpu().numpy() * scale - (ox, oy, ox, oy))
                     scores.append(pred.scores[keep].cpu().numpy())
                     labels.append(pred.labels[keep].cpu().numpy())
                 bar.update(len(chunk))
@@ -435,7 +446,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         level=level, tiles_run=len(windows), tiles_skipped=total - len(windows),
         megapixels=sum(w * h for _, _, w, h in windows) / 1e6,
         seconds=time.perf_counter() - start_time,
-        tissue_fraction=None if mask is None else mask.fraction)
+        tissue_fraction=None if mask is None else mask.fraction, origin=(ox, oy))
 
 
 def _tile_sample(tensor, window):
@@ -460,7 +471,7 @@ def _write_text_atomic(path, write):
 
 
 def write_cells_csv(path, result: SlideResult):
-    """``x,y,class,score`` per cell (centres in level-0 pixels), written atomically."""
+    """``x,y,class,score`` per cell (centres in QuPath's frame), written atomically."""
     def write(f):
         out = csv.writer(f)
         out.writerow(['x', 'y', 'class', 'score'])
@@ -471,7 +482,7 @@ def write_cells_csv(path, result: SlideResult):
 
 def write_slide_outputs(result: SlideResult, out_dir, stem=None) -> Tuple[Path, Path]:
     """Write ``<stem>.geojson`` (QuPath detections: class name and colour, a ``score``
-    measurement, level-0 pixels) and ``<stem>.csv`` (cell centres) to ``out_dir``.
+    measurement, QuPath's frame) and ``<stem>.csv`` (cell centres) to ``out_dir``.
 
     ``stem`` defaults to the slide's file name without its suffix. Both files are
     written atomically. Returns their paths.

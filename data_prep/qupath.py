@@ -8,7 +8,8 @@ Input (``--src DIR``, only read)::
 Matching. An export belongs to the image in its folder whose name without extension is
 the export's stem, by QuPath's rule (``GeneralTools.stripExtension``: ``x.ome.tif``,
 ``x.ome.tiff`` and ``x.ome.zarr`` lose the whole multi-part extension, so *Export
-objects* proposes ``x.geojson``) or by the plain last suffix (``x.ome.geojson``). Images
+objects* proposes ``x.geojson``), by the plain last suffix (``x.ome.geojson``) or is
+its whole name (``x.svs.geojson``, what a script that appends ``.geojson`` writes). Images
 without an export are skipped and counted; a ``.geojson`` (``.gz``) without its image,
 an export matching two images and an image with two exports are errors; a ``.json`` or
 ``.zip`` matching no image is listed as unused (QuPath project folders hold other JSON).
@@ -275,7 +276,7 @@ def match_exports(src, images):
     from mmdet_pu.io.qupath import export_stem
     by_key = {}
     for source, path in images.items():
-        for stem in {qupath_stem(path.name), path.stem}:
+        for stem in {qupath_stem(path.name), path.stem, path.name}:
             by_key.setdefault((path.parent, stem), []).append(source)
     exports, unused = {}, []
     for path in sorted(p for p in src.rglob('*') if p.is_file()

@@ -1,5 +1,5 @@
 """Whole-slide inference as a library call: reader -> tissue mask -> lazy tiles ->
-batched model -> merge -> detections in level-0 pixels (docs/slides.md).
+batched model -> merge -> detections in QuPath's level-0 pixels (docs/slides.md).
 
     model = init_slide_model('configs/pu/nucls_mpu.py', 'iter_2580.pth')
     result = infer_slide(model, 'slide.svs', roi=(20000, 8000, 4096, 4096))
@@ -14,8 +14,8 @@ model, so memory follows the batch, never the slide. Each batch goes through the
 ``test_step`` (its data preprocessor normalises and pads, as for the test images), the
 boxes above ``score_thr`` and centred in their tile's core (the tile less half the
 overlap along each edge shared with another tissue tile, as in ``TiledTestLoop``) are
-kept as compact arrays and shifted to level-0 pixels, and the duplicates of cells seen
-by overlapping tiles are removed with the tiled loop's class-wise NMS
+kept as compact arrays and shifted to level-0 pixels of QuPath's frame, and the
+duplicates of cells seen by overlapping tiles are removed with the tiled loop's class-wise NMS
 (:func:`merge_tile_predictions`), applied region by region
 (:func:`merge_slide_detections`) so that the cost stays linear in the number of cells.
 """

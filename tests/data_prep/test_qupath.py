@@ -423,7 +423,8 @@ def test_every_form_imports_and_the_report_accounts_for_every_feature(tmp_path):
 @pytest.mark.parametrize('name, image, matches', [
     ('x.geojson', 'x.ome.tif', True), ('x.ome.geojson', 'x.ome.tif', True),
     ('x.geojson.gz', 'x.png', True), ('x.JSON', 'x.png', True), ('x.zip', 'x.svs', True),
-    ('a.b.geojson', 'a.b.png', True), ('a.json', 'a.b.png', False)])
+    ('a.b.geojson', 'a.b.png', True), ('x.svs.geojson', 'x.svs', True),
+    ('a.json', 'a.b.png', False)])
 def test_exports_match_images_by_quPaths_stem_rule(tmp_path, name, image, matches):
     """``GeneralTools.stripExtension``: ``.ome.tif(f)`` is stripped whole."""
     for file_name in (name, image):

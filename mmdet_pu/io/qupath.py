@@ -108,6 +108,8 @@ REGION_CLASS_PREFIX = 'region'
 #: QuPath's separator of the names of a derived class (``PathClass.DELIMITER``).
 CLASS_DELIMITER = ':'
 
+#: Notes kept per file (the rest are counted).
+MAX_NOTES = 100
 #: Points x ring edges compared at once by :meth:`Region.contains`.
 _POINT_EDGE_PAIRS = 1 << 20
 
@@ -372,6 +374,9 @@ def read_geojson(path, box_size: float = 32, cell_classes=None, region_classes=(
         reader.read_document(content, prefix)
     result = reader.result
     result.features = dict(reader.counts)
+    if len(result.notes) > MAX_NOTES:
+        more = len(result.notes) - MAX_NOTES
+        result.notes[MAX_NOTES:] = [f'{name}: ... and {more} more note(s) like these']
     if reader.oversized:
         raise AmbiguousClassError(name, reader.oversized, max_cell_size)
     result.planes = sorted(reader.planes)
@@ -511,8 +516,9 @@ class _FileReader:
                 break
         else:
             legacy = feature.get('id')
-            value = legacy if legacy in LEGACY_OBJECT_IDS else 'unknown'
-        if value not in OBJECT_TYPE_NAMES:
+            value = legacy if isinstance(legacy, str) and legacy in LEGACY_OBJECT_IDS \
+                else 'unknown'
+        if not isinstance(value, str) or value not in OBJECT_TYPE_NAMES:
             self.result.notes.append(f'{where}: unknown object type {value!r} read as an '
                                      'annotation, as QuPath does')
             return 'annotation'
@@ -665,6 +671,8 @@ def _class_names(value, at, notes):
         parsed = _split_names(name)
     elif isinstance(names, list) and all(isinstance(n, str) for n in names):
         parsed = tuple(n.strip() for n in names if n.strip())
+    elif name is None and names is None:
+        parsed = ()  # QuPath's PathClassProxy without names: unclassified
     else:
         raise ValueError(f'{at}: expected a "name" string or a "names" list of strings, '
                          f'got {_short(value)}')

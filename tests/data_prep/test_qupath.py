@@ -520,6 +520,25 @@ def test_slide_frame_with_a_bounds_offset_locates_every_cell(tmp_path, monkeypat
         == sorted(qupath_xy)  # shifted by the bounds: not where the cells are
 
 
+def test_exported_detections_import_as_cells(tmp_path):
+    """Round trip: what ``write_geojson`` exports (``infer_slide``'s detections, readable
+    by QuPath 0.3 and 0.4+) imports as cells of the same classes, boxes and colours."""
+    from mmdet_pu.io.qupath import QuPathObject, write_geojson
+    src, exported = tmp_path / 'src', set()
+    for k, name in enumerate('xyz'):
+        write_png(src / f'{name}.png', noise_image(np.random.default_rng(k), 120, 160))
+        cells = [QuPathObject((10.5 + k, 20, 30.5 + k, 38), 'Tumor', 0.9),
+                 QuPathObject((100, 50, 118, 66), 'Lymphocyte', 0.6)]
+        write_geojson(src / f'{name}.geojson', cells, {'Tumor': TUMOR, 'Lymphocyte': LYMPHO})
+        exported.update({(f'{name}.png', c.label, (c.box[0] + c.box[2]) / 2,
+                          (c.box[1] + c.box[3]) / 2) for c in cells})
+    summary = run_prepare('qupath', src, tmp_path / 'out')
+    assert written_cells(tmp_path / 'out', ['Lymphocyte', 'Tumor']) == exported
+    assert summary['colors'] == dict(Lymphocyte=list(LYMPHO), Tumor=list(TUMOR))
+    assert summary['report']['totals'] == dict(detection={'cell: Lymphocyte': 3,
+                                                          'cell: Tumor': 3})
+
+
 # ------------------------------------------------------------------- roles and classes
 
 def three_images(root, features_of, size=(160, 120)):

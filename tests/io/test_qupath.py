@@ -509,7 +509,7 @@ def _feature_json(geometry, properties=None, **extra):
      r'feature 1: geometry\.geometries: expected a list of geometries'),
     (_feature_json(dict(type='Point', coordinates=[1, 1], plane=dict(z='top'))),
      r"feature 1: geometry\.plane\.z: expected an integer, got 'top'"),
-    (_feature_json(point(1, 1), dict(classification=dict(color=[1, 2, 3]))),
+    (_feature_json(point(1, 1), dict(classification=dict(name=3, color=[1, 2, 3]))),
      r'feature 1: properties\.classification: expected a "name" string or a "names" list'),
     (_feature_json(point(1, 1), dict(classification=7)),
      r'feature 1: properties\.classification: expected an object or a string, got int'),
@@ -535,19 +535,32 @@ def test_what_qupath_reads_leniently_is_skipped_and_reported(tmp_path):
             objectType='detection', classification='T')),
         dict(type='Feature', geometry=rect(0, 0, 20, 20), nucleusGeometry=point(3, 3),
              properties=dict(objectType='cell', classification='T')),
-        7, 'text']))
+        7, 'text',
+        dict(type='Feature', geometry=point(1, 1), properties=dict(
+            objectType=['annotation'], classification=dict(name=None, color=[1, 2, 3])))]))
     content = read_geojson(path, display='a.geojson')
-    assert content.cells == [QuPathObject((0, 0, 20, 20), 'T')]
+    assert content.cells == [QuPathObject((0, 0, 20, 20), 'T'),
+                             QuPathObject((-15, -15, 17, 17), None, None, (1, 1))]
     assert skipped(content) == [
         ('0', 'annotation', 'no geometry', 1), ('1', 'detection', 'no geometry', 1),
         ('2', 'detection', 'polygon without area', 1),
         ('4', 'not a feature', 'not a GeoJSON Feature (int)', 1),
         ('5', 'not a feature', 'not a GeoJSON Feature (str)', 1)]
     assert content.notes == ['a.geojson feature 3: nucleusGeometry is not a polygon; the '
-                             'cell outline is used']
-    assert content.features == {'annotation': 1, 'detection': 2, 'cell': 1,
+                             'cell outline is used',
+                             "a.geojson feature 6: unknown object type ['annotation'] read "
+                             'as an annotation, as QuPath does']
+    assert content.features == {'annotation': 2, 'detection': 2, 'cell': 1,
                                 'not a feature': 2}
     assert Skipped('0', 'annotation', 'no geometry') == content.skipped[0]
+
+
+def test_notes_are_capped(tmp_path):
+    path = write_features(tmp_path / 'a.geojson', [
+        dict(type='Feature', geometry=point(i, 1), properties=dict(objectType='blob'))
+        for i in range(105)])
+    notes = read_geojson(path, display='a.geojson').notes
+    assert len(notes) == 101 and notes[-1] == 'a.geojson: ... and 5 more note(s) like these'
 
 
 def test_bad_box_size(tmp_path):

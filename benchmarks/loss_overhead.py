@@ -1,13 +1,29 @@
-"""Training-step time of the slim Faster R-CNN with the PU losses vs cross entropy.
+"""Training-step time of each detector with its own classification loss vs the PU loss.
 
-Both models are built from ``configs/_base_/models/faster-rcnn_r18-slim_fpn.py`` with
-identical initial weights: the cross-entropy one as is, the PU one with ``PURPNHead`` +
-binary ``PULoss`` in the RPN and ``PULoss`` in the RoI head (configs/_base_/methods/pu.py).
-After a warmup, training steps on the same generated batch alternate between the two
-models (CE, PU, CE, PU, ...) so both see the same machine load; the script prints the
-median step time of each and the median of the per-round ratios PU / CE.
+Detectors (ResNet-18 backbones with 64-channel necks and heads; RTMDet-tiny's CSPNeXt;
+random init, one class):
 
-    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 40
+* ``faster-rcnn``: ``configs/_base_/models/faster-rcnn_r18-slim_fpn.py``, cross entropy vs
+  ``PURPNHead`` + binary ``PULoss`` in the RPN and ``PULoss`` in the RoI head
+  (configs/synthetic/synthetic_keep1_pu.py);
+* ``retinanet``, ``atss``, ``fcos``, ``gfl``, ``rtmdet``: mmdet's own configs, the
+  mmdet head with ``FocalLoss`` / ``QualityFocalLoss`` vs the PU head
+  (``PURetinaHead``, ``PUATSSHead``, ``PUFCOSHead``, ``PUGFLHead``,
+  ``PURTMDetSepBNHead``) with ``FocalPULoss`` / ``QualityFocalPULoss``;
+* ``cascade-rcnn``: mmdet's Cascade R-CNN, cross entropy vs ``PURPNHead`` + ``PULoss``
+  in the RPN and ``PULoss`` in each of the three stages.
+
+The two models of a pair hold identical weights. After a warmup, training steps (forward,
+losses, backward, Adam update) on the same generated batch alternate between them (own,
+PU, own, PU, ...) so both see the same machine load; the script prints each model's
+median step time and the median of the per-round ratios PU / own, one detector after
+the other. Adam runs with learning rate 0, so the weights stay equal: every round both
+models make the same predictions, proposals and RoIs, and the ratio is the cost of the
+losses. (With a learning rate the two models drift apart within a few steps, and with
+them the proposals' sizes, hence RoIAlign's work, which grows with the RoI area, and the
+NMS: a property of the weights reached, not of the loss.)
+
+    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 20
 """
 import argparse
 import copy
@@ -17,22 +33,40 @@ from pathlib import Path
 
 import torch
 from mmengine.config import Config
+from mmengine.hub import get_config
 from mmengine.optim import OptimWrapper
 from mmengine.registry import init_default_scope
 from mmengine.structures import InstanceData
 
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
-import mmdet_pu  # noqa: F401  (registers PURPNHead and PULoss)
+import mmdet_pu  # noqa: F401  (registers the PU heads and losses)
 
-MODEL_CFG = (Path(__file__).resolve().parents[1] / 'configs' / '_base_' / 'models' /
-             'faster-rcnn_r18-slim_fpn.py')
+SLIM_FASTER_RCNN = (Path(__file__).resolve().parents[1] / 'configs' / '_base_' /
+                    'models' / 'faster-rcnn_r18-slim_fpn.py')
+#: name: (mmdet config, PU head, PU loss)
+DENSE = {
+    'retinanet': ('retinanet/retinanet_r50_fpn_1x_coco.py', 'PURetinaHead', 'FocalPULoss'),
+    'atss': ('atss/atss_r50_fpn_1x_coco.py', 'PUATSSHead', 'FocalPULoss'),
+    'fcos': ('fcos/fcos_r50-caffe_fpn_gn-head_1x_coco.py', 'PUFCOSHead', 'FocalPULoss'),
+    'gfl': ('gfl/gfl_r50_fpn_1x_coco.py', 'PUGFLHead', 'QualityFocalPULoss'),
+    'rtmdet': ('rtmdet/rtmdet_tiny_8xb32-300e_coco.py', 'PURTMDetSepBNHead',
+               'QualityFocalPULoss'),
+}
+CASCADE = 'cascade_rcnn/cascade-rcnn_r50_fpn_1x_coco.py'
+DETECTORS = ['faster-rcnn', *DENSE, 'cascade-rcnn']
+PRIOR = 0.035  # two-stage heads
+DENSE_PRIOR = 0.005  # share of positive locations of a dense head
+PU_RPN = dict(type='PURPNHead')
+PU_RPN_LOSS = dict(type='PULoss', prior=PRIOR, use_sigmoid=True, loss_weight=1.0)
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--rounds', type=int, default=40,
-                        help='timed rounds, one step of each model per round')
+    parser.add_argument('--detectors', nargs='+', choices=DETECTORS, default=DETECTORS,
+                        help='detectors to measure, in turn')
+    parser.add_argument('--rounds', type=int, default=20,
+                        help='timed rounds per detector, one step of each model per round')
     parser.add_argument('--warmup', type=int, default=3, help='untimed rounds')
     parser.add_argument('--size', type=int, default=256, help='image side (px)')
     parser.add_argument('--batch', type=int, default=2, help='images per batch')
@@ -40,17 +74,67 @@ def parse_args():
     return parser.parse_args()
 
 
-def build_models():
-    init_default_scope('mmdet')
-    ce_cfg = Config.fromfile(str(MODEL_CFG)).model
-    pu_cfg = copy.deepcopy(ce_cfg)
-    pu_cfg.rpn_head.type = 'PURPNHead'
-    pu_cfg.rpn_head.loss_cls = dict(type='PULoss', prior=0.035, use_sigmoid=True)
-    pu_cfg.roi_head.bbox_head.loss_cls = dict(type='PULoss', prior=0.035)
-    ce_model, pu_model = MODELS.build(ce_cfg), MODELS.build(pu_cfg)
+def _no_sync_bn(node):
+    if isinstance(node, dict):
+        if node.get('type') == 'SyncBN':
+            node['type'] = 'BN'
+        for child in node.values():
+            _no_sync_bn(child)
+    elif isinstance(node, list):
+        for child in node:
+            _no_sync_bn(child)
+
+
+def _mmdet_model(config):
+    model = copy.deepcopy(get_config(f'mmdet::{config}').model)
+    _no_sync_bn(model)
+    model.backbone.init_cfg = None
+    if model.backbone.type == 'ResNet':
+        model.backbone.depth = 18
+        model.neck.in_channels = [64, 128, 256, 512]
+    return model
+
+
+def model_configs(name):
+    """The own-loss and the PU model config of detector ``name``."""
+    if name == 'faster-rcnn':
+        own = Config.fromfile(str(SLIM_FASTER_RCNN)).model
+        pu = copy.deepcopy(own)
+        pu.rpn_head.update(PU_RPN, loss_cls=PU_RPN_LOSS)
+        pu.roi_head.bbox_head.loss_cls = dict(type='PULoss', prior=PRIOR)
+        return own, pu
+    if name == 'cascade-rcnn':
+        own = _mmdet_model(CASCADE)
+        own.neck.out_channels = 64
+        own.rpn_head.update(in_channels=64, feat_channels=64)
+        own.roi_head.bbox_roi_extractor.out_channels = 64
+        for head in own.roi_head.bbox_head:
+            head.update(in_channels=64, fc_out_channels=256, num_classes=1)
+        own.train_cfg.rpn_proposal.update(nms_pre=1000, max_per_img=300)
+        for stage in own.train_cfg.rcnn:
+            stage.sampler.num = 128
+        pu = copy.deepcopy(own)
+        pu.rpn_head.update(PU_RPN, loss_cls=PU_RPN_LOSS)
+        for head in pu.roi_head.bbox_head:
+            head.loss_cls.update(type='PULoss', prior=PRIOR)
+        return own, pu
+    config, pu_head, pu_loss = DENSE[name]
+    own = _mmdet_model(config)
+    own.neck.out_channels = 64
+    own.bbox_head.update(num_classes=1, in_channels=64, feat_channels=64)
+    pu = copy.deepcopy(own)
+    pu.bbox_head.type = pu_head
+    pu.bbox_head.loss_cls.update(type=pu_loss, prior=DENSE_PRIOR)
+    return own, pu
+
+
+def build_models(name):
+    own_cfg, pu_cfg = model_configs(name)
+    own, pu = MODELS.build(own_cfg), MODELS.build(pu_cfg)
     # same initial weights; the PU model additionally holds the prior buffers
-    pu_model.load_state_dict(ce_model.state_dict(), strict=False)
-    return ce_model, pu_model
+    missing, unexpected = pu.load_state_dict(own.state_dict(), strict=False)
+    assert not unexpected and all(key.endswith('prior') for key in missing), missing
+    return own, pu
 
 
 def make_batch(model, size, batch, cells, cell_size=24):
@@ -79,26 +163,35 @@ def train_step(model, optim_wrapper, data):
     return time.perf_counter() - start
 
 
-def main():
-    args = parse_args()
+def measure(name, args):
+    """Median step times (own, PU) and the median per-round ratio PU / own."""
     torch.manual_seed(0)
-    models = build_models()
-    data = make_batch(models[0], args.size, args.batch, args.cells)
-    optims = [OptimWrapper(torch.optim.Adam(m.parameters(), lr=1e-3)) for m in models]
+    models = build_models(name)
+    data = [make_batch(m, args.size, args.batch, args.cells) for m in models]
+    optims = [OptimWrapper(torch.optim.Adam(m.parameters(), lr=0.0)) for m in models]
     for model in models:
         model.train()
     times = ([], [])
     for round_idx in range(args.warmup + args.rounds):
-        for k, (model, optim) in enumerate(zip(models, optims)):
-            elapsed = train_step(model, optim, data)
+        for k in range(2):
+            elapsed = train_step(models[k], optims[k], data[k])
             if round_idx >= args.warmup:
                 times[k].append(elapsed)
-    ratios = [pu / ce for ce, pu in zip(*times)]
+    ratios = [pu / own for own, pu in zip(*times)]
+    return (statistics.median(times[0]), statistics.median(times[1]),
+            statistics.median(ratios))
+
+
+def main():
+    args = parse_args()
+    init_default_scope('mmdet')
     print(f'threads={torch.get_num_threads()} size={args.size} batch={args.batch} '
           f'rounds={args.rounds} warmup={args.warmup}')
-    print(f'CrossEntropyLoss step: median {statistics.median(times[0]) * 1e3:.1f} ms')
-    print(f'PULoss step:           median {statistics.median(times[1]) * 1e3:.1f} ms')
-    print(f'median ratio PU / CE:  {statistics.median(ratios):.4f}')
+    print(f'{"detector":<14}{"own loss step":>15}{"PU step":>11}{"ratio PU/own":>15}')
+    for name in args.detectors:
+        own, pu, ratio = measure(name, args)
+        print(f'{name:<14}{own * 1e3:>12.1f} ms{pu * 1e3:>8.1f} ms{ratio:>15.4f}',
+              flush=True)
 
 
 if __name__ == '__main__':

@@ -19,13 +19,27 @@ speed depends on them only through the number of boxes the NMS sees) then runs t
   the share of infer_slide's time spent in the model's ``test_step`` (measured within
   the same calls, so machine load from other jobs affects it far less than the ratio of
   two timings).
+* **cohort** (:func:`mmdet_pu.apis.cohort.run_cohort`, the path of
+  ``tools/infer_slide.py`` and ``tools/dist_infer_slide.sh``): ``--cohort-slides``
+  synthetic slides of ``--cohort-size`` px (1-4 tissue islands each, so the shards need
+  balancing) run by one process and by two (``torchrun``, gloo, on ``--device``; each
+  process with ``OMP_NUM_THREADS=1``); prints whether the outputs are byte-identical,
+  the wall time of each run and the throughput ratio (2 processes / 1), the peak
+  resident memory of every process, and the time a rerun takes to skip the finished
+  slides. On CPUs only unless a GPU is present: the GPU part then runs one process per
+  GPU (two when there are two), otherwise it prints that it was not measured.
 
     OMP_NUM_THREADS=1 python benchmarks/slide_inference.py --size 20000 --rounds 3
+    python benchmarks/slide_inference.py --cohort-only
 """
 import argparse
+import json
 import math
+import os
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +58,8 @@ import mmdet_pu  # noqa: E402,F401
 from data_prep.synthetic import generate_image  # noqa: E402
 from mmdet.registry import MODELS  # noqa: E402
 from mmdet.structures import DetDataSample  # noqa: E402
+from mmdet_pu.apis.cohort import (CohortSettings, find_cohort, init_distributed,  # noqa: E402
+                                  run_cohort)
 from mmdet_pu.apis.slide import infer_slide  # noqa: E402
 from mmdet_pu.io.slides import open_slide  # noqa: E402
 from mmdet_pu.io.tiling import tile_grid  # noqa: E402
@@ -112,6 +128,16 @@ def parse_args():
     parser.add_argument('--rounds', type=int, default=3, help='timed rounds per variant')
     parser.add_argument('--skip-memory', action='store_true',
                         help='only the throughput comparison')
+    parser.add_argument('--cohort-slides', type=int, default=8,
+                        help='slides of the cohort comparison (default 8)')
+    parser.add_argument('--cohort-size', type=int, default=2048,
+                        help='side of the cohort slides in px (default 2048)')
+    parser.add_argument('--cohort-only', action='store_true',
+                        help='only the cohort comparison (1 vs 2 processes, rerun)')
+    parser.add_argument('--skip-cohort', action='store_true',
+                        help='no cohort comparison')
+    parser.add_argument('--cohort-worker', nargs=3, metavar=('SLIDES', 'OUT', 'DEVICE'),
+                        help=argparse.SUPPRESS)  # one process of a cohort run (internal)
     return parser.parse_args()
 
 
@@ -151,8 +177,112 @@ def bare_forward(model, tiles, batch_size):
                 for t in chunk]))
 
 
+def cohort_worker(args):
+    """One process of a cohort run (started by :func:`cohort_benchmark`): prints a JSON
+    line with its rank, the seconds of ``run_cohort``, the slides it ran and its peak
+    resident memory."""
+    slides_dir, out, device = args.cohort_worker
+    rank, world_size = init_distributed('pytorch' if 'RANK' in os.environ else 'none')
+    if device == 'cuda':
+        device = f'cuda:{torch.cuda.current_device()}'
+    model = build_model().to(device)
+    settings = CohortSettings(tile_size=args.tile, overlap=args.overlap,
+                              batch_size=args.batch_size)
+    start = time.perf_counter()
+    summary = run_cohort(model, find_cohort(slides_dir), out, settings, progress=False)
+    seconds = time.perf_counter() - start
+    print('COHORT ' + json.dumps(dict(rank=rank, world_size=world_size, seconds=seconds,
+                                      run=len(summary.run), skipped=len(summary.skipped),
+                                      peak_rss_mb=peak_rss_mb())), flush=True)
+
+
+def launch_cohort(slides_dir, out, device, processes):
+    """Run the cohort with ``processes`` processes (torchrun when more than one); returns
+    the wall time and the JSON reports of the processes."""
+    script = str(Path(__file__).resolve())
+    worker = ['--cohort-worker', str(slides_dir), str(out), device]
+    if processes == 1:
+        command = [sys.executable, script, *worker]
+    else:
+        command = [sys.executable, '-m', 'torch.distributed.run', '--standalone',
+                   f'--nproc_per_node={processes}', script, *worker]
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise RuntimeError(f'{command} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}')
+    reports = [json.loads(line[len('COHORT '):]) for line in proc.stdout.splitlines()
+               if line.startswith('COHORT ')]
+    return wall, sorted(reports, key=lambda r: r['rank'])
+
+
+def outputs(out):
+    return {p.name: p.read_bytes() for p in sorted(Path(out).iterdir())
+            if p.suffix in ('.geojson', '.csv') and p.name != 'manifest.csv'}
+
+
+def cohort_benchmark(args):
+    """1 vs 2 processes over a synthetic cohort, then a rerun that skips everything."""
+    with tempfile.TemporaryDirectory() as tmp:
+        slides_dir = Path(tmp) / 'slides'
+        slides_dir.mkdir()
+        start = time.perf_counter()
+        for i in range(args.cohort_slides):
+            SyntheticSlide(args.cohort_size, discs=1 + i % 4,
+                           radius=args.cohort_size // 8, seed=i).write(
+                slides_dir / f'slide{i:02d}.tif')
+        print(f'cohort: {args.cohort_slides} slides of {args.cohort_size} x '
+              f'{args.cohort_size} px (1-4 tissue islands), written in '
+              f'{time.perf_counter() - start:.0f} s; tiles {args.tile}/{args.overlap}, '
+              f'batch {args.batch_size}', flush=True)
+        devices = [('cpu', 2)]
+        if torch.cuda.is_available():
+            devices.append(('cuda', min(2, torch.cuda.device_count())))
+        for device, most in devices:
+            runs = {}
+            for processes in sorted({1, most}):
+                out = Path(tmp) / f'out_{device}_{processes}'
+                runs[processes] = (out, *launch_cohort(slides_dir, out, device, processes))
+                wall, reports = runs[processes][1:]
+                print(f'{device}, {processes} process(es): {wall:.1f} s wall, run_cohort '
+                      f'{max(r["seconds"] for r in reports):.1f} s; slides per process '
+                      f'{[r["run"] for r in reports]}; peak RSS per process '
+                      f'{[round(r["peak_rss_mb"]) for r in reports]} MB', flush=True)
+            if most > 1:
+                (out1, wall1, reports1), (out2, wall2, reports2) = runs[1], runs[most]
+                same = outputs(out1) == outputs(out2)
+                inner = max(r['seconds'] for r in reports1) / max(r['seconds']
+                                                                  for r in reports2)
+                print(f'{device}: outputs of {most} processes byte-identical to 1 process: '
+                      f'{same} ({len(outputs(out1))} files); throughput ratio {most} / 1 '
+                      f'processes: {wall1 / wall2:.2f} (wall), {inner:.2f} (run_cohort)',
+                      flush=True)
+            else:
+                print(f'{device}: {most} GPU, the {most}-process comparison needs two: not '
+                      'measured', flush=True)
+            out = runs[1][0]
+            wall, reports = launch_cohort(slides_dir, out, device, 1)
+            print(f'{device}: rerun over the finished cohort: {reports[0]["skipped"]} '
+                  f'slides skipped, {reports[0]["run"]} run, run_cohort '
+                  f'{1000 * reports[0]["seconds"]:.0f} ms ({wall:.1f} s wall with start-up)',
+                  flush=True)
+            shutil.rmtree(out, ignore_errors=True)
+        if not torch.cuda.is_available():
+            print('GPU: not measured (no GPU on this machine)', flush=True)
+
+
 def main():
     args = parse_args()
+    if args.cohort_worker:
+        return cohort_worker(args)
+    if not args.cohort_only:
+        single_slide_benchmark(args)
+    if not args.skip_cohort:
+        cohort_benchmark(args)
+
+
+def single_slide_benchmark(args):
     settings = dict(tile_size=args.tile, overlap=args.overlap, batch_size=args.batch_size,
                     progress=False)
     slide = SyntheticSlide(args.size, args.discs, args.radius)

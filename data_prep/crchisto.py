@@ -12,7 +12,8 @@ Raw layout (``--src`` is the dataset root, ``CRCHistoPhenotypes_2016_04_28`` or 
 nucleus centres, empty as (0, 0) or (0, 2); 1 is subtracted to get 0-based pixels. Each
 nucleus becomes a 12 x 12 box centred on its point, clipped to the image. Images are cut
 into 250 x 250 tiles overlapping by 50 pixels and split 4:1:1 by image with a fixed
-validation set and 5 folds (Section 3.1.2).
+validation set and 5 folds (Section 3.1.2). Every image entry records the images'
+resolution, :data:`MPP` (``mpp``, µm per pixel).
 """
 import re
 
@@ -26,6 +27,9 @@ from data_prep.writer import SourceImage, add_common_arguments, write_raw_datase
 CATEGORIES = ('nucleus',)
 IMAGE_PATTERN = re.compile(r'img(\d+)')
 MAT_VARIABLE = 'detection'
+#: Micrometres per pixel of the images (20x, about 0.55 µm/px by the dataset's paper,
+#: Sirinukunwattana et al. 2016).
+MPP = 0.55
 
 
 def add_arguments(parser):
@@ -108,7 +112,7 @@ def load_images(src):
         images.append(SourceImage(
             source=image_path.relative_to(src).as_posix(), group=folder.name,
             reader=LazyImageReader(image_path), width=width, height=height,
-            labels=np.ones(len(points)), points=points))
+            labels=np.ones(len(points)), points=points, mpp=MPP))
     counts = dict(images=len(images), nuclei=sum(len(im.points) for im in images))
     return images, counts
 

@@ -12,6 +12,7 @@ Every mitosis becomes a 32 x 32 box centred on its point, clipped to the frame, 
 its pathologists' agreement ``score`` (used by the agreement deletion scheme); exact
 duplicate points are dropped. Frames are cut into 500 x 500 tiles overlapping by 100
 pixels and split 4:1:1 by slide with a fixed validation set and 5 folds (Section 3.1.1).
+Every image entry records the frames' resolution, :data:`MPP` (``mpp``, µm per pixel).
 """
 import re
 
@@ -25,6 +26,9 @@ CATEGORIES = ('mitosis',)
 SLIDE_PATTERN = re.compile(r'A\d{2}')
 FRAME_SUFFIXES = ('.tiff', '.tif')
 CSV_FIELDS = ('x', 'y', 'score')
+#: Micrometres per pixel of the x40 frames (Aperio ScanScope XT, the challenge's
+#: documentation: 0.2455 µm/px).
+MPP = 0.2455
 
 
 def add_arguments(parser):
@@ -100,7 +104,8 @@ def load_frame(src, slide, folder, frame_path):
     frame = SourceImage(
         source=frame_path.relative_to(src).as_posix(), group=slide,
         reader=LazyImageReader(frame_path), width=width, height=height,
-        labels=np.ones(len(keep)), points=points[keep], extra=dict(score=scores[keep]))
+        labels=np.ones(len(keep)), points=points[keep], extra=dict(score=scores[keep]),
+        mpp=MPP)
     return frame, stats
 
 

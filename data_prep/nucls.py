@@ -13,7 +13,8 @@ CSV columns used: ``raw_classification`` (older releases: ``group``),
 ``super_classification`` (Section 3.1.4): ``tumor_any`` -> tumor, ``sTIL`` ->
 lymphocyte, ``nonTIL_stromal`` -> stromal; ``other_nucleus`` and ``AMBIGUOUS`` are not
 cells of interest and are left out. Each annotation keeps its ``raw_classification``.
-Images stay whole and are split 4:1:1 by slide (the FOV name up to ``_id``).
+Images stay whole and are split 4:1:1 by slide (the FOV name up to ``_id``). Every image
+entry records the FOVs' resolution, :data:`MPP` (``mpp``, µm per pixel).
 """
 import csv
 
@@ -27,6 +28,8 @@ SUPER_CLASSES = {'tumor_any': 'tumor', 'sTIL': 'lymphocyte', 'nonTIL_stromal': '
 NOT_OF_INTEREST = ('other_nucleus', 'AMBIGUOUS')
 RAW_CLASS_COLUMNS = ('raw_classification', 'group')
 BOX_COLUMNS = ('xmin', 'ymin', 'xmax', 'ymax')
+#: Micrometres per pixel of the FOVs (0.2 µm/px by the dataset's documentation).
+MPP = 0.2
 
 
 def add_arguments(parser):
@@ -127,7 +130,7 @@ def load_fov(src, png, csv_path):
         source=png.relative_to(src).as_posix(), group=slide_name(png.stem, display),
         reader=LazyImageReader(png), width=width, height=height, labels=labels,
         boxes=np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
-        extra=dict(raw_classification=raw))
+        extra=dict(raw_classification=raw), mpp=MPP)
     return image, stats
 
 

@@ -20,14 +20,25 @@ Variants:
 ``multi``   three annotated types: ``tumor`` (large pale irregular nuclei with a
             nucleolus, 18-26 px), ``lymphocyte`` (small dark round, 9-13 px) and
             ``stromal`` (elongated spindles along the fibres, 20-30 x 5-8 px).
+``nuclei``  one annotated type, ``nucleus``: every ordinary oval nucleus (12-20 px),
+            densely packed (35-55 per 256 x 256 tile), as in nucleus detection; no
+            look-alikes unless ``--lookalikes`` adds the binary variant's.
+
+The family of synthetic regimes (docs/experiments.md) varies one look at a time:
+``--cells-per-tile LO HI`` (density of the annotated type), ``--cell-size LO HI`` (its
+diameter in pixels; nuclei are spaced further apart above 23 px) and ``--lookalikes F``
+(the number of unannotated look-alike nuclei, times F). Without them each variant is
+generated exactly as before.
 
 Every image is generated from ``(seed, index)`` alone, so the dataset is deterministic
 and does not depend on ``--num-images``. Whole images (``--size``, default 512) are split
 4:1:1 by image (one fold) and tiled by the shared writer (``--tile 256 --overlap 0``).
+The images are taken to be at :data:`MPP` = 0.5 µm per pixel (a 20x scan: nuclei of
+9-26 px are 4.5-13 µm, the size of real ones), recorded as ``mpp`` on every image entry.
 
     python data_prep/prepare.py synthetic --out data/synthetic_binary --variant binary
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -40,7 +51,10 @@ from mmdet_pu.io.images import ArrayReader
 HEMATOXYLIN = np.array([0.650, 0.704, 0.286])
 EOSIN = np.array([0.072, 0.990, 0.105])
 
-CATEGORIES = dict(binary=['mitosis'], multi=['tumor', 'lymphocyte', 'stromal'])
+CATEGORIES = dict(binary=['mitosis'], multi=['tumor', 'lymphocyte', 'stromal'],
+                  nuclei=['nucleus'])
+#: Micrometres per pixel the synthetic images stand for (module doc).
+MPP = 0.5
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,54 @@ NUCLEUS_TYPES = dict(
 
 SLOT_SPACING = 26  # jittered-grid spacing of nucleus centres, keeps nuclei apart
 VERTICES = 24      # polygon vertices per nucleus
+LOOKALIKES = NUCLEUS_TYPES['binary'][1:]
+NUCLEUS_TYPES['nuclei'] = [replace(LOOKALIKES[0], label=1, per_tile=(35, 55))]
+
+
+def nucleus_types(variant='binary', cells_per_tile=None, cell_size=None, lookalikes=None):
+    """The nucleus types of ``variant`` with the look of one synthetic regime.
+
+    Args:
+        variant: ``binary``, ``multi`` or ``nuclei``.
+        cells_per_tile: ``(low, high)`` mean count of the annotated type per 256 x 256
+            area (one annotated type only); None keeps the variant's.
+        cell_size: ``(low, high)`` diameter of the annotated type in pixels (one
+            annotated type only); None keeps the variant's.
+        lookalikes: factor on the count of every unannotated type; the ``nuclei``
+            variant gets the binary variant's look-alikes. None keeps the variant's.
+    """
+    if variant not in NUCLEUS_TYPES:
+        raise ValueError(f'unknown synthetic variant {variant!r}; expected one of '
+                         f'{sorted(NUCLEUS_TYPES)}')
+    kinds = list(NUCLEUS_TYPES[variant])
+    annotated = [i for i, kind in enumerate(kinds) if kind.label]
+    for name, value in (('cells_per_tile', cells_per_tile), ('cell_size', cell_size)):
+        if value is None:
+            continue
+        low, high = value
+        if len(annotated) != 1:
+            raise ValueError(f'{name}: the {variant} variant has {len(annotated)} '
+                             'annotated types; the option needs exactly one')
+        if not 0 < low <= high:
+            raise ValueError(f'{name}: expected 0 < low <= high, got {low} {high}')
+        field = 'per_tile' if name == 'cells_per_tile' else 'diameter'
+        kinds[annotated[0]] = replace(kinds[annotated[0]], **{field: (low, high)})
+    if lookalikes is not None:
+        if lookalikes < 0:
+            raise ValueError(f'lookalikes: expected a factor >= 0, got {lookalikes}')
+        if variant == 'nuclei':
+            kinds += LOOKALIKES
+        kinds = [kind if kind.label else replace(
+            kind, per_tile=tuple(lookalikes * n for n in kind.per_tile)) for kind in kinds]
+    return kinds
+
+
+def slot_spacing(kinds):
+    """Spacing of the centre grid: :data:`SLOT_SPACING`, or 1.15 times the largest
+    nucleus when its area-equivalent diameter (major axis times the square root of the
+    aspect ratio) exceeds it."""
+    largest = max(kind.diameter[1] * np.sqrt(kind.aspect[1]) for kind in kinds)
+    return SLOT_SPACING if largest <= SLOT_SPACING else int(np.ceil(1.15 * largest))
 
 
 def _smooth_noise(rng, size, scale):
@@ -115,13 +177,13 @@ def _fibres(rng, size, angle):
     return field / (field.std() + 1e-6)
 
 
-def _centres(rng, size, count, free):
+def _centres(rng, size, count, free, spacing=SLOT_SPACING):
     """Up to ``count`` nucleus centres on a jittered grid, only where ``free`` is True."""
-    n = size // SLOT_SPACING
+    n = size // spacing
     grid = (np.arange(n) + 0.5) * (size / n)
     xs, ys = np.meshgrid(grid, grid)
     slots = np.stack([xs.ravel(), ys.ravel()], 1)
-    slots += rng.uniform(-0.2, 0.2, slots.shape) * SLOT_SPACING
+    slots += rng.uniform(-0.2, 0.2, slots.shape) * spacing
     slots = np.clip(slots, 0, size - 1)
     slots = slots[free[slots[:, 1].astype(int), slots[:, 0].astype(int)]]
     return slots[rng.permutation(len(slots))[:count]]
@@ -149,17 +211,17 @@ def _outlines(rng, centres, kind, fibre_angle):
                      centres[:, 1:] + sin * x + cos * y], axis=2)
 
 
-def generate_image(rng, size=512, variant='binary'):
+def generate_image(rng, size=512, variant='binary', kinds=None):
     """One synthetic image and its complete annotations.
+
+    ``kinds`` (:func:`nucleus_types`) replaces the variant's nucleus types.
 
     Returns:
         ``(rgb, boxes, labels, scores)``: (size, size, 3) uint8 RGB image, (N, 4) tight
         boxes ``[x, y, w, h]`` of the annotated nuclei (clipped to the image), (N,)
         category ids and (N,) scores (``binary``: grows with darkness; ``multi``: 1).
     """
-    if variant not in NUCLEUS_TYPES:
-        raise ValueError(f'unknown synthetic variant {variant!r}; expected one of '
-                         f'{sorted(NUCLEUS_TYPES)}')
+    kinds = nucleus_types(variant) if kinds is None else kinds
     fibre_angle = rng.uniform(0, np.pi)
     # Stroma: eosin density with coarse variation, fibres and pale gaps (lumen, fat).
     gaps = np.clip(3 * (_smooth_noise(rng, size, 96) - rng.uniform(1.1, 1.6)), 0, 1)
@@ -170,9 +232,8 @@ def generate_image(rng, size=512, variant='binary'):
     halo = np.zeros((size, size), np.float32)
 
     area_tiles = (size / 256) ** 2
-    kinds = NUCLEUS_TYPES[variant]
     counts = [rng.poisson(rng.uniform(*kind.per_tile) * area_tiles) for kind in kinds]
-    centres = _centres(rng, size, sum(counts), gaps < 0.5)
+    centres = _centres(rng, size, sum(counts), gaps < 0.5, slot_spacing(kinds))
     boxes, labels, scores = [], [], []
     start = 0
     for kind, count in zip(kinds, counts):
@@ -224,22 +285,32 @@ def generate_image(rng, size=512, variant='binary'):
             np.asarray(labels, np.int64), np.asarray(scores, np.float64))
 
 
-def iter_images(variant, num_images, size, seed):
+def iter_images(variant, num_images, size, seed, kinds=None):
     """:class:`~data_prep.writer.SourceImage` for every generated image."""
     for index in range(num_images):
         rgb, boxes, labels, scores = generate_image(
-            np.random.default_rng([seed, index]), size, variant)
+            np.random.default_rng([seed, index]), size, variant, kinds)
         name = f'{variant}_{index:04d}.png'
         extra = dict(score=scores) if variant == 'binary' else {}
         yield SourceImage(source=name, group=name, reader=ArrayReader(rgb, name),
                           width=size, height=size, labels=labels, boxes=boxes,
-                          extra=extra)
+                          extra=extra, mpp=MPP)
 
 
 def add_arguments(parser):
     parser.add_argument('--variant', choices=sorted(NUCLEUS_TYPES), default='binary',
                         help='binary: mitosis-like cells among unannotated look-alikes; '
-                             'multi: tumor / lymphocyte / stromal (default binary)')
+                             'multi: tumor / lymphocyte / stromal; nuclei: dense '
+                             'nuclei (default binary)')
+    parser.add_argument('--cells-per-tile', type=float, nargs=2, metavar=('LOW', 'HIGH'),
+                        help='mean count of the annotated cells per 256 x 256 area '
+                             '(binary: 8 20, nuclei: 35 55)')
+    parser.add_argument('--cell-size', type=float, nargs=2, metavar=('LOW', 'HIGH'),
+                        help='diameter of the annotated cells in pixels (binary: 16 23, '
+                             'nuclei: 12 20)')
+    parser.add_argument('--lookalikes', type=float, metavar='F',
+                        help='unannotated look-alike nuclei, times F (default: the '
+                             "variant's; 0 removes them)")
     parser.add_argument('--num-images', type=int, default=60,
                         help='number of whole images (default 60)')
     parser.add_argument('--size', type=int, default=512,
@@ -251,8 +322,10 @@ def prepare(args):
     if args.num_images < 4:
         raise ValueError(f'--num-images must be >= 4 for a 4:1:1 train/val/test split, got '
                          f'{args.num_images}')
+    kinds = nucleus_types(args.variant, args.cells_per_tile, args.cell_size,
+                          args.lookalikes)
     names = [f'{args.variant}_{i:04d}.png' for i in range(args.num_images)]
     splits = split_groups(names, ratios=(4, 1, 1), seed=args.seed, n_folds=args.n_folds)
-    return write_from_args(args, CATEGORIES[args.variant],
-                           iter_images(args.variant, args.num_images, args.size, args.seed),
-                           splits, total=args.num_images)
+    images = iter_images(args.variant, args.num_images, args.size, args.seed, kinds)
+    return write_from_args(args, CATEGORIES[args.variant], images, splits,
+                           total=args.num_images)

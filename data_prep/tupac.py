@@ -19,7 +19,8 @@ instead. Each mitosis becomes a 32 x 32 box centred on it; tiles
 are cut into 500 x 500 patches without overlap, patches without mitoses are dropped, and
 cases are split 4:1:1 (Section 3.1.3). Tiles are read region by region
 (:class:`mmdet_pu.io.tiff.TiffRegionReader`), never whole unless written as a whole
-test image.
+test image. Every image entry records the tiles' resolution, :data:`MPP` (``mpp``, µm
+per pixel).
 """
 import re
 from pathlib import Path
@@ -34,6 +35,8 @@ CATEGORIES = ('mitosis',)
 PART_PATTERN = re.compile(r'mitoses(_train)?_image_data_part_\d+')
 CASE_PATTERN = re.compile(r'\d{2}')
 CSV_FIELDS = ('row', 'col')
+#: Micrometres per pixel of the tiles (40x, 0.25 µm/px by the challenge's documentation).
+MPP = 0.25
 
 
 def parse_cases(text):
@@ -186,7 +189,7 @@ def load_tiles(src, cases, labels='alternative', alternative_dir=None, match_rad
             images.append(SourceImage(
                 source=_display(path, src), group=case, reader=LazyImageReader(path),
                 width=width, height=height, labels=np.ones(len(used)), points=used,
-                extra=extra))
+                extra=extra, mpp=MPP))
     return images, counts
 
 

@@ -1,10 +1,12 @@
-"""Config loading and launch settings shared by ``tools/train.py`` and ``tools/test.py``."""
+"""Config loading, runner building and launch settings shared by the tools."""
 import argparse
 import os.path as osp
 
 import torch
 import torch.distributed as dist
 from mmengine.config import Config, DictAction
+
+from mmdet_pu.datasets.deletion import apply_deletion
 
 
 def parse_cfg_options(options):
@@ -21,14 +23,17 @@ def parse_cfg_options(options):
 def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
     """Read ``config`` the way mmdet's tools do and prepare it for ``launcher``.
 
-    ``--cfg-options`` are merged, the work dir is ``work_dir``, the config's own
-    ``work_dir``, or ``./work_dirs/<config name>``. Without a GPU, a distributed launch
-    runs on CPUs (see :func:`use_cpu_distributed`).
+    ``--cfg-options`` are merged, then the config's ``deletion`` is handed to its loaders
+    (:func:`~mmdet_pu.datasets.deletion.apply_deletion`, as ``CellRunner`` does), so
+    tools that build datasets from the config see the runner's. The work dir is
+    ``work_dir``, the config's own ``work_dir``, or ``./work_dirs/<config name>``.
+    Without a GPU, a distributed launch runs on CPUs (see :func:`use_cpu_distributed`).
     """
     cfg = Config.fromfile(config)
     cfg.launcher = launcher
     if cfg_options is not None:
         cfg.merge_from_dict(cfg_options)
+    cfg = apply_deletion(cfg)
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get('work_dir', None) is None:
@@ -36,6 +41,15 @@ def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
     if launcher != 'none' and not torch.cuda.is_available():
         use_cpu_distributed(cfg)
     return cfg
+
+
+def build_runner(cfg):
+    """The runner a config asks for, as mmdet's tools build it: ``runner_type``
+    (``CellRunner`` in every shipped config, which applies the config's ``deletion``)
+    or mmengine's ``Runner``."""
+    from mmengine.registry import RUNNERS
+    from mmengine.runner import Runner
+    return RUNNERS.build(cfg) if 'runner_type' in cfg else Runner.from_cfg(cfg)
 
 
 def use_cpu_distributed(cfg):

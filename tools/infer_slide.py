@@ -1,33 +1,53 @@
-"""Detect the cells of whole slides and export them to QuPath.
+"""Detect the cells of whole slides and export them to QuPath: one slide, a folder or a
+cohort, in one process or sharded over many (torchrun, Slurm), resumable.
 
 Usage::
 
-    python tools/infer_slide.py CONFIG CHECKPOINT SLIDE_OR_DIR --out OUT_DIR
-        [--roi x,y,w,h] [--frame bounds|level0] [--level 0] [--tile T] [--overlap O]
-        [--batch-size N] [--score-thr S] [--nms-iou IOU] [--device cpu|cuda]
+    python tools/infer_slide.py CONFIG CHECKPOINT SLIDES --out OUT_DIR
+        [--target-mpp UM] [--level L] [--roi x,y,w,h] [--frame bounds|level0]
+        [--tile T] [--overlap O] [--batch-size N] [--score-thr S] [--nms-iou IOU]
+        [--device cpu|cuda]
         [--no-tissue-mask | --tissue-downsample D --tissue-saturation S
-         --tissue-od OD --tissue-dilate PX] [--cfg-options k=v ...]
+         --tissue-od OD --tissue-dilate PX] [--overwrite] [--no-progress]
+        [--launcher none|pytorch|slurm] [--cfg-options k=v ...]
+    tools/dist_infer_slide.sh CONFIG CHECKPOINT SLIDES NPROC --out OUT_DIR [options]
+    [GPUS=16] tools/slurm_infer_slide.sh PARTITION JOB CONFIG CHECKPOINT SLIDES OUT_DIR
+        [options]
 
-SLIDE_OR_DIR is a slide (.svs, .tif, .ndpi, .mrxs, ... through OpenSlide; TIFFs it
-cannot open through tifffile; small .png/.jpg through PIL) or a directory of them. For
-each slide OUT_DIR gets ``<stem>.geojson`` (QuPath detections: class name and colour
-of the config's metainfo, a ``score`` measurement; *File > Import objects from file*)
-and ``<stem>.csv`` (``x,y,class,score`` of the cell centres), both in QuPath's pixel
-coordinates of the whole slide (level 0; on slides with ``openslide.bounds-*``, such as
-MIRAX, counted from the bounds' corner as QuPath does; ``--frame level0`` for a slide
-QuPath opened with Bio-Formats), like ``--roi``, and a summary line is printed.
-``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop`` settings. The
-pipeline: docs/slides.md. Errors in the input are reported as ``infer_slide.py: error:
-<message>`` with exit status 2.
+SLIDES is a slide (.svs, .tif, .ndpi, .mrxs, ... through OpenSlide; TIFFs it cannot
+open through tifffile; small .png/.jpg through PIL), a directory of them or a .txt list
+of slide paths. For each slide OUT_DIR gets ``<stem>.geojson`` (QuPath detections: class
+name and colour of the config's metainfo, a ``score`` measurement; *File > Import
+objects from file*) and ``<stem>.csv`` (``x,y,class,score`` of the cell centres), both
+in QuPath's pixel coordinates of the whole slide, like ``--roi`` (level 0; on slides
+with ``openslide.bounds-*``, such as MIRAX, counted from the bounds' corner as QuPath
+does; ``--frame level0`` for a slide QuPath opened with Bio-Formats), and
+``manifest.csv`` gets a row per slide (status, cells per class, tissue area, cells per
+mm^2, seconds, error). Each slide is read at the pyramid level closest to the model's
+training resolution (the checkpoint's ``dataset_meta.mpp``, else the config's
+``metainfo.mpp``; ``--target-mpp`` overrides) and resampled to it. A rerun skips the
+slides finished with the same settings (``--overwrite`` recomputes them); a slide that
+fails (an unreadable file, an ``--roi`` outside QuPath's image, ...) is recorded and the
+others go on. ``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop``
+settings. The pipeline: docs/slides.md.
+
+Exit status: 0 when every slide is done, 3 when some failed (manifest.csv names them;
+process 0 only), 2 for bad input (``infer_slide.py: error: <message>``).
 """
 import argparse
+import sys
+import warnings
+from pathlib import Path
 
 from mmengine.config import DictAction
 
-from mmdet_pu.apis.slide import (check_roi, infer_slide, init_slide_model, slide_defaults,
-                                 write_slide_outputs)
-from mmdet_pu.io.slides import find_slides, open_slide
+from mmdet_pu.apis.cohort import (FRAMES, CohortSettings, close_distributed, find_cohort,
+                                  init_distributed, run_cohort)
+from mmdet_pu.apis.slide import init_slide_model, slide_defaults
 from mmdet_pu.apis.tissue import TissueMaskConfig
+
+#: Exit status when some slides failed.
+EXIT_FAILED = 3
 
 
 def parse_roi(text):
@@ -54,36 +74,53 @@ def int_at_least(minimum):
     return parse
 
 
+def positive_float(text):
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}')
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}')
+    return value
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog='infer_slide.py', description='Detect cells on whole slides, export to QuPath',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument('config', help='config file of the model')
     parser.add_argument('checkpoint', help='checkpoint file')
-    parser.add_argument('slides', help='a slide file or a directory of slides')
+    parser.add_argument('slides', help='a slide file, a directory of slides or a .txt list')
     parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--target-mpp', type=positive_float,
+                        help='micrometres per pixel the model sees (default: its training '
+                        "resolution, the checkpoint's dataset_meta.mpp or the config's "
+                        'metainfo.mpp)')
+    parser.add_argument('--level', type=int_at_least(0),
+                        help='pyramid level to read (default: the level closest to the '
+                        'target resolution; 0 without one)')
     parser.add_argument('--roi', type=parse_roi,
                         help="region x,y,w,h in QuPath's pixel coordinates (level 0; "
                         'default: whole slide)')
-    parser.add_argument('--frame', choices=('bounds', 'level0'), default='bounds',
+    parser.add_argument('--frame', choices=FRAMES, default='bounds',
                         help="QuPath's frame of --roi and the outputs: level 0 less "
                         'openslide.bounds-x/y when the slide has them (default; QuPath\'s '
                         'OpenSlide reader) or level 0 (QuPath opened it with Bio-Formats)')
-    parser.add_argument('--level', type=int_at_least(0), default=0,
-                        help='pyramid level the model sees (default 0)')
     parser.add_argument('--tile', type=int_at_least(1),
-                        help="tile side in pixels of --level (default: the config's "
-                        'TiledTestLoop tile_size, else 512)')
+                        help="tile side in pixels of the model's input (default: the "
+                        "config's TiledTestLoop tile_size, else 512)")
     parser.add_argument('--overlap', type=int_at_least(0), default=64,
-                        help='tile overlap in pixels, more than the largest cell '
-                        '(default 64)')
+                        help='tile overlap in pixels of the model\'s input, more than the '
+                        'largest cell (default 64)')
     parser.add_argument('--batch-size', type=int_at_least(1), default=8,
                         help='tiles per forward pass (default 8)')
     parser.add_argument('--score-thr', type=float, default=0.5,
                         help='minimum score of a detection (default 0.5, the paper\'s)')
     parser.add_argument('--nms-iou', type=float,
                         help="IoU of the NMS across tile borders (default: the config's)")
-    parser.add_argument('--device', help='cpu or cuda (default: cuda when available)')
+    parser.add_argument('--device', help='cpu or cuda (default: cuda when available; '
+                        "each process of a distributed run takes its LOCAL_RANK's GPU)")
     tissue = parser.add_argument_group('tissue mask (docs/slides.md)')
     tissue.add_argument('--no-tissue-mask', action='store_true',
                         help='run every tile, also on background')
@@ -97,52 +134,71 @@ def parse_args(argv=None):
     tissue.add_argument('--tissue-dilate', type=float, default=defaults.dilate,
                         help='dilation of the tissue in level-0 pixels (default '
                         '%(default)s)')
+    cohort = parser.add_argument_group('cohort (docs/slides.md)')
+    cohort.add_argument('--overwrite', action='store_true',
+                        help='recompute the slides already finished in OUT_DIR')
+    cohort.add_argument('--no-progress', action='store_true', help='no progress bars')
+    cohort.add_argument('--launcher', choices=('none', 'pytorch', 'slurm'), default='none',
+                        help='how the processes were started (tools/dist_infer_slide.sh '
+                        'and tools/slurm_infer_slide.sh set it)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config settings, e.g. '
                         'model.test_cfg.rcnn.max_per_img=300')
     return parser, parser.parse_args(argv)
 
 
-def check_slides(slides, roi, level, use_bounds=True):
-    """Open every slide once and check ``roi`` and ``level`` against it, so that a bad
-    slide or option fails before the model loads and before any output is written."""
-    stems = [s.stem for s in slides]
-    clashes = sorted({s for s in stems if stems.count(s) > 1})
-    if clashes:
-        raise ValueError(f'{slides[0].parent}: slides with the same name would write the '
-                         f'same outputs: {", ".join(clashes)}')
-    for path in slides:
-        with open_slide(path) as slide:
-            check_roi(roi, slide.qupath_frame(use_bounds)[2:], path)
-            if not 0 <= level < slide.level_count:
-                raise ValueError(f'{path}: --level {level} does not exist (levels 0-'
-                                 f'{slide.level_count - 1} with the {slide.backend} reader)')
+def default_device(requested, world_size):
+    """``--device``, else this process's GPU (``cuda`` after the launcher picked it)
+    when one is available, else ``cpu``."""
+    import torch
+    if requested:
+        return requested
+    if torch.cuda.is_available():
+        return f'cuda:{torch.cuda.current_device()}' if world_size > 1 else 'cuda'
+    return 'cpu'
 
 
 def main(argv=None):
     parser, args = parse_args(argv)
     try:
-        slides = find_slides(args.slides)
-        use_bounds = args.frame == 'bounds'
-        check_slides(slides, args.roi, args.level, use_bounds)
         tissue = None if args.no_tissue_mask else TissueMaskConfig(
             args.tissue_downsample, args.tissue_saturation, args.tissue_od,
             args.tissue_dilate)
-        model = init_slide_model(args.config, args.checkpoint, args.device,
-                                 args.cfg_options)
+        slides = find_cohort(args.slides)
+        rank, world_size = init_distributed(args.launcher)
+        model = init_slide_model(args.config, args.checkpoint,
+                                 default_device(args.device, world_size), args.cfg_options)
+        target_mpp = args.target_mpp or model.dataset_meta.get('mpp')
+        if target_mpp is None and rank == 0:
+            warnings.warn(f'{args.checkpoint}: the training resolution is unknown (no mpp '
+                          "in the checkpoint's dataset_meta nor in the config's metainfo); "
+                          f'slides are read at level {args.level or 0} as they are; set '
+                          '--target-mpp to resample them')
         defaults = slide_defaults(model.cfg)
-        for slide in slides:
-            result = infer_slide(
-                model, slide, roi=args.roi, level=args.level,
-                tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
-                batch_size=args.batch_size, score_thr=args.score_thr,
-                nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,
-                class_agnostic=defaults['class_agnostic'], tissue=tissue,
-                use_bounds=use_bounds)
-            geojson, table = write_slide_outputs(result, args.out)
-            print(f'{result.summary()} -> {geojson}, {table}', flush=True)
+        settings = CohortSettings(
+            roi=args.roi, frame=args.frame, level=args.level, target_mpp=target_mpp,
+            tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
+            batch_size=args.batch_size, score_thr=args.score_thr,
+            nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,
+            class_agnostic=defaults['class_agnostic'], tissue=tissue)
+        checkpoint = Path(args.checkpoint).resolve()
+        identity = dict(config=str(Path(args.config).resolve()), checkpoint=str(checkpoint),
+                        checkpoint_bytes=checkpoint.stat().st_size,
+                        cfg_options=args.cfg_options)
+        summary = run_cohort(model, slides, args.out, settings, identity,
+                             overwrite=args.overwrite, progress=not args.no_progress)
     except (ValueError, OSError) as err:
         parser.error(str(err))
+    finally:
+        close_distributed()
+    if rank == 0:
+        print(f'{len(summary.done)} done, {len(summary.failed)} failed, '
+              f'{len(summary.pending)} pending of {len(slides)} slides '
+              f'({len(summary.skipped)} finished before); {summary.manifest}', flush=True)
+        if summary.failed:
+            print(f'failed: {", ".join(summary.failed)} (errors in {summary.manifest})',
+                  file=sys.stderr, flush=True)
+            sys.exit(EXIT_FAILED)
 
 
 if __name__ == '__main__':

@@ -30,14 +30,12 @@ import os.path as osp
 
 from mmengine.config import DictAction
 from mmengine.logging import print_log
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
 from mmdet_pu.evaluation import add_overlay_hook
-from mmdet_pu.launch import load_config
+from mmdet_pu.launch import build_runner, load_config
 
 
 def parse_args():
@@ -133,8 +131,7 @@ def build_cfg(args):
 def main():
     args = parse_args()
     cfg = build_cfg(args)
-    runner = (Runner.from_cfg(cfg) if 'runner_type' not in cfg
-              else RUNNERS.build(cfg))
+    runner = build_runner(cfg)
     if args.out is not None:
         if not args.out.endswith(('.pkl', '.pickle')):
             raise ValueError(f'--out {args.out}: expected a .pkl/.pickle file')

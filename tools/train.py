@@ -9,11 +9,9 @@ import argparse
 import os
 
 from mmengine.config import DictAction
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
-from mmdet_pu.launch import load_config
+from mmdet_pu.launch import build_runner, load_config
 
 
 def parse_args():
@@ -67,9 +65,7 @@ def build_cfg(args):
 def main():
     args = parse_args()
     cfg = build_cfg(args)
-    runner = (Runner.from_cfg(cfg) if 'runner_type' not in cfg
-              else RUNNERS.build(cfg))
-    runner.train()
+    build_runner(cfg).train()
 
 
 if __name__ == '__main__':

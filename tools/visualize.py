@@ -26,10 +26,10 @@ import mmcv
 import mmengine
 import numpy as np
 from mmengine.config import Config, DictAction
-from mmengine.runner import Runner
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet_pu.evaluation import add_overlay_hook, render_cell_overlays, save_cell_overlays
+from mmdet_pu.launch import build_runner
 
 
 def parse_args(argv=None):
@@ -124,7 +124,7 @@ def draw_from_checkpoint(args):
         'work_dirs', osp.splitext(osp.basename(args.source))[0])
     cfg.load_from = args.checkpoint
     add_overlay_hook(cfg, osp.abspath(args.out_dir), style=args.style)
-    Runner.from_cfg(cfg).test()
+    build_runner(cfg).test()
     return sorted(osp.join(args.out_dir, name)
                   for name in mmengine.scandir(args.out_dir, suffix='.png'))
 

@@ -1,6 +1,10 @@
 # Runtime shared by every experiment: registration, hooks, logging, environment.
 default_scope = 'mmdet'
 custom_imports = dict(imports=['mmdet_pu'], allow_failed_imports=False)
+# CellRunner hands the top-level `deletion` (configs/_base_/deletion/) to the training and
+# validation loaders (docs/method.md#datasets-and-deletion); mmdet's tools build it too.
+runner_type = 'CellRunner'
+custom_hooks = []
 
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),

@@ -1,15 +1,4 @@
 # CRCHistoPhenotypes, complete annotations, VGG16: upper bound, cross entropy (Section
 # 3.3, Tables 7-9).
-_base_ = [
-    '../_base_/models/faster-rcnn_vgg16.py',
-    '../_base_/datasets/crchisto.py',
-    '../_base_/deletion/none.py',
-    '../_base_/methods/ce.py',
-    '../_base_/schedules/adam_2580it.py',
-    '../_base_/default_runtime.py',
-]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+_base_ = './crchisto_vgg16_keep1_ce.py'
+deletion = None

@@ -1,15 +1,4 @@
 # MITOS-ATYPIA-14, complete annotations, ResNet-50 FPN: upper bound, cross entropy
 # (Section 3.2.3, Table 5).
-_base_ = [
-    '../_base_/models/faster-rcnn_r50_fpn.py',
-    '../_base_/datasets/mitos14.py',
-    '../_base_/deletion/none.py',
-    '../_base_/methods/ce.py',
-    '../_base_/schedules/adam_2580it.py',
-    '../_base_/default_runtime.py',
-]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+_base_ = './mitos14_r50_keep1_ce.py'
+deletion = None

@@ -1,15 +1,4 @@
 # MITOS-ATYPIA-14, highest-agreement cell kept per patch, VGG16: BDE baseline (Section
 # 3.2.4, Table 6).
-_base_ = [
-    '../_base_/models/faster-rcnn_vgg16.py',
-    '../_base_/datasets/mitos14.py',
-    '../_base_/deletion/keep1_agreement.py',
-    '../_base_/methods/bde.py',
-    '../_base_/schedules/adam_2580it.py',
-    '../_base_/default_runtime.py',
-]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+_base_ = './mitos14_vgg16_keep1_bde.py'
+deletion = dict(order='score')

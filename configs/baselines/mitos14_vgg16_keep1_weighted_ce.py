@@ -1,15 +1,8 @@
 # MITOS-ATYPIA-14, random keep-1 deletion, VGG16: weighted cross-entropy baseline
-# (Appendix A, Table A1).
-_base_ = [
-    '../_base_/models/faster-rcnn_vgg16.py',
-    '../_base_/datasets/mitos14.py',
-    '../_base_/deletion/keep1_random.py',
-    '../_base_/methods/weighted_ce.py',
-    '../_base_/schedules/adam_2580it.py',
-    '../_base_/default_runtime.py',
-]
+# (Appendix A, Eq. A1, Table A1): H_wCE(c, z) = -w z log(c) - (1 - z) log(1 - c) with
+# w = 1 / pi, pi = 0.04 (the MITOS prior), in both stages. RPN: sigmoid BCE whose
+# class_weight is PyTorch's pos_weight; RoI head: softmax with class weights (w, 1).
+_base_ = './mitos14_vgg16_keep1_ce.py'
 model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+    rpn_head=dict(loss_cls=dict(class_weight=[1 / 0.04])),
+    roi_head=dict(bbox_head=dict(loss_cls=dict(class_weight=[1 / 0.04, 1.0]))))

@@ -1,15 +1,11 @@
 # NuCLS (tumor / lymphocyte / stromal), at most ten annotations per class and image,
-# VGG16: cross-entropy baseline (Section 3.5, Table 11).
+# VGG16: cross-entropy baseline (Section 3.5, Table 11). The parent of every NuCLS
+# experiment.
 _base_ = [
     '../_base_/models/faster-rcnn_vgg16.py',
     '../_base_/datasets/nucls.py',
     '../_base_/deletion/cap10_per_class.py',
-    '../_base_/methods/ce.py',
     '../_base_/schedules/adam_2580it.py',
     '../_base_/default_runtime.py',
 ]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+model = dict(roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes)))

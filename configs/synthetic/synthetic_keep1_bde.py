@@ -1,14 +1,6 @@
-# Synthetic binary cells, random keep-1 deletion, slim model on CPU: BDE baseline.
-_base_ = [
-    '../_base_/models/faster-rcnn_r18-slim_fpn.py',
-    '../_base_/datasets/synthetic_binary.py',
-    '../_base_/deletion/keep1_random.py',
-    '../_base_/methods/bde.py',
-    '../_base_/schedules/cpu_short.py',
-    '../_base_/default_runtime.py',
-]
+# Synthetic binary cells, random keep-1 deletion, slim model on CPU: BDE baseline, a
+# documented reconstruction (docs/method.md#bde-reconstruction).
+_base_ = './synthetic_keep1_ce.py'
 model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+    rpn_head=dict(type='BDERPNHead'),
+    roi_head=dict(bbox_head=dict(type='BDEShared2FCBBoxHead')))

@@ -1,14 +1,11 @@
-# Synthetic binary cells, random keep-1 deletion, slim model on CPU: cross-entropy baseline.
+# Synthetic binary cells (mitosis-like cells among unannotated look-alikes), random keep-1
+# deletion, slim ResNet-18 FPN Faster R-CNN on CPU: cross-entropy baseline. The parent of
+# every binary synthetic experiment (prepare the data: see the dataset base).
 _base_ = [
     '../_base_/models/faster-rcnn_r18-slim_fpn.py',
     '../_base_/datasets/synthetic_binary.py',
     '../_base_/deletion/keep1_random.py',
-    '../_base_/methods/ce.py',
     '../_base_/schedules/cpu_short.py',
     '../_base_/default_runtime.py',
 ]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+model = dict(roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes)))

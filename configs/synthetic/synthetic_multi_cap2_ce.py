@@ -1,15 +1,11 @@
 # Synthetic multi-class cells (tumor / lymphocyte / stromal), at most two annotations per
-# class and 256 px tile, slim model on CPU: cross-entropy baseline.
+# class and 256 px tile, slim model on CPU: cross-entropy baseline. The parent of every
+# multi-class synthetic experiment.
 _base_ = [
     '../_base_/models/faster-rcnn_r18-slim_fpn.py',
     '../_base_/datasets/synthetic_multi.py',
     '../_base_/deletion/cap2_per_class.py',
-    '../_base_/methods/ce.py',
     '../_base_/schedules/cpu_short.py',
     '../_base_/default_runtime.py',
 ]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+model = dict(roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes)))

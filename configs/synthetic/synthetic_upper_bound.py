@@ -1,15 +1,4 @@
-# Synthetic binary cells, complete annotations, slim model on CPU: upper bound
-# (cross entropy).
-_base_ = [
-    '../_base_/models/faster-rcnn_r18-slim_fpn.py',
-    '../_base_/datasets/synthetic_binary.py',
-    '../_base_/deletion/none.py',
-    '../_base_/methods/ce.py',
-    '../_base_/schedules/cpu_short.py',
-    '../_base_/default_runtime.py',
-]
-model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes, **_base_.bbox_head)))
-train_dataloader = dict(dataset=dict(deletion=_base_.deletion))
-val_dataloader = dict(dataset=dict(deletion=_base_.deletion))
+# Synthetic binary cells, complete annotations, slim model on CPU: upper bound (cross
+# entropy).
+_base_ = './synthetic_keep1_ce.py'
+deletion = None

@@ -14,22 +14,32 @@ model, so memory follows the batch, never the slide. Each batch goes through the
 ``test_step`` (its data preprocessor normalises and pads, as for the test images), the
 boxes above ``score_thr`` and centred in their tile's core (the tile less half the
 overlap along each edge shared with another tissue tile, as in ``TiledTestLoop``) are
-kept as compact arrays and shifted to level-0 pixels of QuPath's frame, and the
-duplicates of cells seen by overlapping tiles are removed with the tiled loop's class-wise NMS
+kept as compact arrays and shifted to level-0 pixels, the duplicates of cells seen by
+overlapping tiles are removed with the tiled loop's class-wise NMS
 (:func:`merge_tile_predictions`), applied region by region
-(:func:`merge_slide_detections`) so that the cost stays linear in the number of cells.
+(:func:`merge_slide_detections`) so that the cost stays linear in the number of cells,
+and the cells are counted from QuPath's origin (:meth:`SlideReader.qupath_frame`).
+
+Resolution (:func:`plan_resolution`): the model sees pixels of its training resolution,
+``target_mpp`` micrometres per pixel (by default the model's ``dataset_meta['mpp']``, which
+:func:`init_slide_model` takes from the checkpoint). The slide is read at the pyramid
+level closest to it and each tile is resampled by ``level mpp / target_mpp`` (unless
+they agree within :data:`MPP_TOLERANCE`); ``tile_size`` and ``overlap`` are pixels of the
+training resolution. A slide without a resolution is read at level 0 as it is, with a
+:class:`ResolutionWarning`. ``roi`` and the output coordinates are always level-0 pixels
+of QuPath's frame (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`), whatever the
+level read.
 """
 import contextlib
 import csv
 import math
-import os
 import queue
-import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import cv2
 import numpy as np
@@ -43,10 +53,20 @@ from tqdm import tqdm
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
 from mmdet_pu.engine.runner.tile_merge import in_core, merge_tile_predictions, tile_cores
+from mmdet_pu.io.atomic import atomic_open
 from mmdet_pu.io.qupath import QuPathObject, default_color, write_geojson
 from mmdet_pu.io.slides import SlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
 from .tissue import TissueMaskConfig, compute_tissue_mask
+
+#: Relative difference between a level's and the target's micrometres per pixel below
+#: which the level is read as it is, without resampling (a 0.2527 µm/px scan for a model
+#: trained at 0.25).
+MPP_TOLERANCE = 0.05
+
+
+class ResolutionWarning(UserWarning):
+    """A slide without a resolution is read as it is, whatever the model's."""
 
 
 @dataclass
@@ -69,10 +89,14 @@ class SlideResult:
     ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in QuPath's frame of the whole
     slide (level-0 pixels less ``origin``, QuPath's origin in level-0 pixels:
     :meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`; the ROI offset included),
-    sorted by descending ``scores``; ``labels`` index ``classes`` (colours: ``palette``).
-    ``roi`` is the region run, in the same frame, ``megapixels`` the pixels of the tiles
-    run (at ``level``), ``seconds`` the wall time of the call and ``tissue_fraction`` the
-    tissue share of the ROI (``None`` without a mask).
+    sorted by descending ``scores`` (ties by ``y0``, ``x0``, ``x1``, ``y1``, ``labels``:
+    one order, however the slide was run); ``labels`` index ``classes`` (colours:
+    ``palette``). ``roi`` is the region run, in the same frame, ``megapixels`` the pixels
+    of the tiles run (at ``level``), ``seconds`` the wall time of the call and
+    ``tissue_fraction`` the tissue share of the ROI before the mask's dilation (``None``
+    without a mask). ``mpp`` is the slide's micrometres per level-0 pixel (``None``:
+    unknown), ``target_mpp`` the resolution the model saw (``None``: the level as it is)
+    and ``resample`` the model pixels per pixel of ``level``.
     """
     path: Path
     bboxes: np.ndarray
@@ -88,6 +112,28 @@ class SlideResult:
     seconds: float = 0.0
     tissue_fraction: Optional[float] = None
     origin: Tuple[int, int] = (0, 0)
+    mpp: Optional[float] = None
+    target_mpp: Optional[float] = None
+    resample: float = 1.0
+
+    @property
+    def tissue_area_px(self) -> float:
+        """Tissue area in level-0 pixels: the tissue share of the ROI (the whole ROI
+        when no tissue mask was used)."""
+        _, _, w, h = self.roi
+        share = 1.0 if self.tissue_fraction is None else self.tissue_fraction
+        return share * w * h
+
+    @property
+    def tissue_area_mm2(self) -> Optional[float]:
+        """Tissue area in mm^2 (``None`` when the slide has no resolution)."""
+        return None if self.mpp is None else self.tissue_area_px * self.mpp ** 2 / 1e6
+
+    @property
+    def cells_per_mm2(self) -> Optional[float]:
+        """Cells per mm^2 of tissue (``None`` without a resolution or without tissue)."""
+        area = self.tissue_area_mm2
+        return None if not area else len(self.scores) / area
 
     @property
     def centres(self) -> np.ndarray:
@@ -104,8 +150,14 @@ class SlideResult:
         """One line: cells per class, tiles run / skipped, throughput."""
         counts = ', '.join(f'{name} {n}' for name, n in self.counts().items())
         rate = self.megapixels / self.seconds if self.seconds > 0 else float('nan')
-        return (f'{self.path.name}: {len(self.scores)} cells ({counts}); tiles '
-                f'{self.tiles_run} run, {self.tiles_skipped} skipped; '
+        density = '' if self.cells_per_mm2 is None else f' ({self.cells_per_mm2:.0f}/mm^2)'
+        seen = f'level {self.level}'
+        if self.target_mpp is not None:
+            seen += f' at {self.target_mpp:g} um/px'
+            if self.resample != 1.0:
+                seen += f' (resampled x{self.resample:.3g})'
+        return (f'{self.path.name}: {len(self.scores)} cells{density} ({counts}); {seen}; '
+                f'tiles {self.tiles_run} run, {self.tiles_skipped} skipped; '
                 f'{self.megapixels:.1f} MPix in {self.seconds:.1f} s ({rate:.2f} MPix/s)')
 
 
@@ -117,6 +169,25 @@ def _metainfo(cfg, checkpoint_meta):
     return None
 
 
+def training_mpp(cfg, checkpoint_meta) -> Optional[float]:
+    """The training resolution (micrometres per pixel): the checkpoint's
+    ``dataset_meta['mpp']`` (the training set's metainfo: its images' ``mpp`` or the
+    config's ``metainfo.mpp`` at training time), else ``mpp`` of the config's train,
+    then test dataset ``metainfo``, then its top-level ``metainfo``; ``None`` if none
+    says."""
+    for meta in (checkpoint_meta,
+                 cfg.get('train_dataloader', {}).get('dataset', {}).get('metainfo'),
+                 cfg.get('test_dataloader', {}).get('dataset', {}).get('metainfo'),
+                 cfg.get('metainfo')):
+        if meta and meta.get('mpp') is not None:
+            mpp = float(meta['mpp'])
+            if not mpp > 0:
+                raise ValueError(f'{cfg.filename}: the training resolution mpp must be > '
+                                 f'0 micrometres per pixel, got {meta["mpp"]!r}')
+            return mpp
+    return None
+
+
 def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     """Build the detector of ``config``, load ``checkpoint`` and prepare it for slides.
 
@@ -124,8 +195,9 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     ``palette`` of the config's test dataset ``metainfo``, else of its top-level
     ``metainfo``, else of the checkpoint (``class<i>`` names otherwise); classes without
     a palette entry get the GeoJSON writer's stable colour of their name
-    (:func:`~mmdet_pu.io.qupath.default_color`). ``device`` defaults
-    to ``'cuda'`` when available, else ``'cpu'``.
+    (:func:`~mmdet_pu.io.qupath.default_color`); ``mpp``, the training resolution
+    (:func:`training_mpp`, ``None`` if unknown). ``device`` defaults to ``'cuda'`` when
+    available, else ``'cpu'``.
     """
     cfg = Config.fromfile(str(config))  # imports custom_imports, i.e. registers mmdet_pu
     if cfg_options:
@@ -139,7 +211,8 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     model = MODELS.build(cfg.model)
     ckpt = load_checkpoint(model, str(checkpoint), map_location='cpu')
     num_classes = cfg.model.get('roi_head', {}).get('bbox_head', {}).get('num_classes')
-    meta = _metainfo(cfg, ckpt.get('meta', {}).get('dataset_meta'))
+    checkpoint_meta = ckpt.get('meta', {}).get('dataset_meta')
+    meta = _metainfo(cfg, checkpoint_meta)
     if meta is None:
         classes = tuple(f'class{i}' for i in range(num_classes or 1))
         palette = []
@@ -151,7 +224,8 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     palette = [tuple(int(v) for v in palette[i]) if i < len(palette)
                else default_color(name) for i, name in enumerate(classes)]
     model.cfg = cfg
-    model.dataset_meta = dict(classes=classes, palette=palette)
+    model.dataset_meta = dict(classes=classes, palette=palette,
+                              mpp=training_mpp(cfg, checkpoint_meta))
     return model.to(device).eval()
 
 
@@ -317,6 +391,62 @@ def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, class_agnostic=F
     return bboxes[order], scores[order], labels[order]
 
 
+@dataclass(frozen=True)
+class ResolutionPlan:
+    """How a slide is read: pyramid ``level``, resampled by ``resample`` (model pixels per
+    pixel of the level) so that the model sees ``target_mpp`` micrometres per pixel
+    (``None``: the level as it is); ``mpp`` is the slide's, per level-0 pixel."""
+    level: int
+    resample: float = 1.0
+    mpp: Optional[float] = None
+    target_mpp: Optional[float] = None
+
+    def tiling(self, tile_size, overlap):
+        """``(tile, overlap)`` in pixels of the level for ``tile_size`` and ``overlap``
+        pixels of the model's input."""
+        tile = max(1, round(tile_size / self.resample))
+        return tile, min(tile - 1, round(overlap / self.resample))
+
+
+def plan_resolution(reader: SlideReader, target_mpp=None, level=None,
+                    tolerance=MPP_TOLERANCE) -> ResolutionPlan:
+    """Which level of ``reader`` to read, and how much to resample it, for a model
+    trained at ``target_mpp`` micrometres per pixel.
+
+    * ``target_mpp`` is ``None``: ``level`` (default 0) as it is.
+    * the slide has no resolution: ``level`` (default 0) as it is, with a
+      :class:`ResolutionWarning`.
+    * otherwise ``level``, by default the level closest to ``target_mpp``
+      (:meth:`~mmdet_pu.io.slides.SlideReader.level_for_mpp`), resampled by
+      ``level mpp / target_mpp``, unless the two differ by at most ``tolerance``
+      (relative): then as it is.
+
+    Raises:
+        ValueError: ``level`` does not exist or ``target_mpp`` is not positive.
+    """
+    if level is not None and not 0 <= level < reader.level_count:
+        raise ValueError(f'{reader.path}: level {level} does not exist (levels 0-'
+                         f'{reader.level_count - 1} with the {reader.backend} reader)')
+    if target_mpp is None:
+        return ResolutionPlan(level or 0, mpp=reader.mpp)
+    target_mpp = float(target_mpp)
+    if not target_mpp > 0:
+        raise ValueError(f'target resolution must be > 0 micrometres per pixel, got '
+                         f'{target_mpp}')
+    if reader.mpp is None:
+        warnings.warn(f'{reader.path}: the slide does not state its resolution; reading '
+                      f'level {level or 0} as it is, not resampled to the model\'s '
+                      f'{target_mpp:g} micrometres per pixel', ResolutionWarning,
+                      stacklevel=2)
+        return ResolutionPlan(level or 0)
+    if level is None:
+        level = reader.level_for_mpp(target_mpp)
+    resample = reader.level_mpp(level) / target_mpp
+    if abs(resample - 1) <= tolerance:
+        resample = 1.0
+    return ResolutionPlan(level, resample, reader.mpp, target_mpp)
+
+
 def _level_region(reader, roi, level):
     """The ROI in pixels of ``level``: ``(x, y, w, h)``."""
     scale = reader.level_downsamples[level]
@@ -340,22 +470,28 @@ def check_roi(roi, dimensions, path):
     return x, y, w, h
 
 
-def _converter(fmt: InputFormat):
-    """RGB tile -> the packed CHW uint8 tensor the test pipeline would give."""
+def _converter(fmt: InputFormat, resample=1.0):
+    """RGB tile -> the packed CHW uint8 tensor the test pipeline would give, after
+    resampling by ``resample`` to the training resolution: one resize by
+    ``resample * fmt.scale_factor``, area-averaged when the resampling shrinks the tile,
+    bilinear otherwise (as the pipeline's ``Resize``)."""
+    factor = resample * fmt.scale_factor
+    interpolation = cv2.INTER_AREA if resample != 1.0 and factor < 1 else cv2.INTER_LINEAR
+
     def to_input(rgb):
-        if fmt.scale_factor != 1.0:
+        if factor != 1.0:
             h, w = rgb.shape[:2]
-            rgb = cv2.resize(rgb, (max(1, round(w * fmt.scale_factor)),
-                                   max(1, round(h * fmt.scale_factor))),
-                             interpolation=cv2.INTER_LINEAR)
+            rgb = cv2.resize(rgb, (max(1, round(w * factor)), max(1, round(h * factor))),
+                             interpolation=interpolation)
         if fmt.channel_order == 'bgr':
             rgb = rgb[..., ::-1]
         return torch.from_numpy(np.ascontiguousarray(rgb.transpose(2, 0, 1)))
     return to_input
 
 
-def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batch_size=8,
-                score_thr=0.5, nms_iou=0.3, class_agnostic=False,
+def infer_slide(model, slide, roi=None, level=None,
+                target_mpp: Union[float, str, None] = 'model', tile_size=512, overlap=64,
+                batch_size=8, score_thr=0.5, nms_iou=0.3, class_agnostic=False,
                 tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
                 progress=True, use_bounds=True) -> SlideResult:
     """Detect the cells of a slide region.
@@ -368,9 +504,14 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         roi: ``(x, y, w, h)`` in QuPath's frame (level-0 pixels; on a slide with
             ``openslide.bounds-*`` counted from the bounds' corner); ``None`` for the
             whole slide (QuPath's image).
-        level: pyramid level the model sees (its pixel size should match the training
-            images').
-        tile_size, overlap: windows in pixels of ``level`` (before the pipeline's resize).
+        level: pyramid level to read; ``None``: the level closest to ``target_mpp``
+            (level 0 without one). See :func:`plan_resolution`.
+        target_mpp: micrometres per pixel the model sees (the training images'):
+            ``'model'`` for ``model.dataset_meta['mpp']``, a number, or ``None`` to read
+            ``level`` as it is. Tiles are resampled to it when the slide states its
+            resolution.
+        tile_size, overlap: windows in pixels of the model's input resolution (before
+            the pipeline's resize): of ``target_mpp``, or of ``level`` without one.
         batch_size: tiles per forward pass.
         score_thr: detections below it are dropped (docs/method.md#evaluation evaluates at 0.5).
         nms_iou: IoU threshold of the merge across tile borders.
@@ -388,19 +529,23 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
     meta = getattr(model, 'dataset_meta', None) or {}
     classes = tuple(meta.get('classes', ('cell', )))
     palette = list(meta.get('palette') or [default_color(name) for name in classes])
+    if isinstance(target_mpp, str):
+        if target_mpp != 'model':
+            raise ValueError(f"target_mpp must be a number, 'model' or None, got "
+                             f'{target_mpp!r}')
+        target_mpp = meta.get('mpp')
     with contextlib.ExitStack() as stack:
         reader = slide if isinstance(slide, SlideReader) \
             else stack.enter_context(open_slide(slide))
         ox, oy, frame_width, frame_height = reader.qupath_frame(use_bounds)
         roi = check_roi(roi, (frame_width, frame_height), reader.path)
         level0_roi = (roi[0] + ox, roi[1] + oy, roi[2], roi[3])
-        if not 0 <= level < reader.level_count:
-            raise ValueError(f'{reader.path}: level {level} does not exist (levels 0-'
-                             f'{reader.level_count - 1} with the {reader.backend} reader)')
+        plan = plan_resolution(reader, target_mpp, level)
+        level = plan.level
         scale = reader.level_downsamples[level]
         lx, ly, lw, lh = _level_region(reader, level0_roi, level)
         windows = [(lx + x, ly + y, w, h) for x, y, w, h in
-                   tile_grid(lw, lh, tile_size, overlap)]
+                   tile_grid(lw, lh, *plan.tiling(tile_size, overlap))]
         total = len(windows)
         mask = None
         if tissue is not None:
@@ -413,7 +558,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         bar = stack.enter_context(tqdm(total=len(windows), unit='tile', disable=not progress,
                                        desc=reader.path.name, leave=False))
         batches = stack.enter_context(contextlib.closing(tile_batches(
-            reader, level, windows, batch_size, _converter(fmt), prefetch)))
+            reader, level, windows, batch_size, _converter(fmt, plan.resample), prefetch)))
         with torch.no_grad():
             for inputs, chunk in batches:
                 outputs = model.test_step(dict(inputs=inputs, data_samples=[
@@ -425,7 +570,7 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
                     sizes = bboxes[:, 2:] - bboxes[:, :2]
                     keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
                         bboxes, cores[window])
-                    boxes.append(bboxes[keep].cpu().numpy() * scale - (ox, oy, ox, oy))
+                    boxes.append(bboxes[keep].cpu().numpy() * scale)
                     scores.append(pred.scores[keep].cpu().numpy())
                     labels.append(pred.labels[keep].cpu().numpy())
                 bar.update(len(chunk))
@@ -437,16 +582,21 @@ def infer_slide(model, slide, roi=None, level=0, tile_size=512, overlap=64, batc
         merged = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
                   np.zeros(0, np.int64))
     bboxes, scores, labels = merged
+    bboxes = bboxes - np.array([ox, oy, ox, oy], np.float32)  # level 0 -> QuPath's frame
     if len(labels) and labels.max() >= len(classes):
         raise ValueError(f'the model predicted label {labels.max()} but dataset_meta names '
                          f'{len(classes)} classes')
+    order = np.lexsort((labels, bboxes[:, 3], bboxes[:, 2], bboxes[:, 0], bboxes[:, 1],
+                        -scores))
     return SlideResult(
-        path=Path(reader.path), bboxes=bboxes.astype(np.float32), scores=scores,
-        labels=labels.astype(np.int64), classes=classes, palette=palette, roi=roi,
-        level=level, tiles_run=len(windows), tiles_skipped=total - len(windows),
+        path=Path(reader.path), bboxes=bboxes[order].astype(np.float32),
+        scores=scores[order], labels=labels[order].astype(np.int64), classes=classes,
+        palette=palette, roi=roi, level=level, tiles_run=len(windows),
+        tiles_skipped=total - len(windows),
         megapixels=sum(w * h for _, _, w, h in windows) / 1e6,
         seconds=time.perf_counter() - start_time,
-        tissue_fraction=None if mask is None else mask.fraction, origin=(ox, oy))
+        tissue_fraction=None if mask is None else mask.tissue_fraction, mpp=plan.mpp,
+        target_mpp=plan.target_mpp, resample=plan.resample, origin=(ox, oy))
 
 
 def _tile_sample(tensor, window):
@@ -457,27 +607,13 @@ def _tile_sample(tensor, window):
                                        scale_factor=(width / w, height / h)))
 
 
-def _write_text_atomic(path, write):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
-    try:
-        with os.fdopen(fd, 'w', newline='') as f:
-            write(f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def write_cells_csv(path, result: SlideResult):
     """``x,y,class,score`` per cell (centres in QuPath's frame), written atomically."""
-    def write(f):
+    with atomic_open(path, 'w', newline='') as f:
         out = csv.writer(f)
         out.writerow(['x', 'y', 'class', 'score'])
         for (x, y), label, score in zip(result.centres, result.labels, result.scores):
             out.writerow([f'{x:.2f}', f'{y:.2f}', result.classes[label], f'{score:.4f}'])
-    _write_text_atomic(path, write)
 
 
 def write_slide_outputs(result: SlideResult, out_dir, stem=None) -> Tuple[Path, Path]:

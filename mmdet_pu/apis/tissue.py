@@ -76,11 +76,15 @@ class TissueMask:
         mask: (H, W) bool, one pixel per ``scale`` x ``scale`` level-0 pixels.
         x0, y0: level-0 position of the mask's top-left pixel.
         scale: level-0 pixels per mask pixel.
+        tissue_fraction: the tissue share of the region before ``mask`` was dilated
+            (default: :attr:`fraction`).
     """
 
-    def __init__(self, mask, x0, y0, scale):
+    def __init__(self, mask, x0, y0, scale, tissue_fraction=None):
         self.mask = np.asarray(mask, dtype=bool)
         self.x0, self.y0, self.scale = float(x0), float(y0), float(scale)
+        self.tissue_fraction = self.fraction if tissue_fraction is None \
+            else float(tissue_fraction)
 
     def covers(self, x0, y0, x1, y1):
         """Whether the level-0 box ``[x0, x1) x [y0, y1)`` contains tissue."""
@@ -93,7 +97,7 @@ class TissueMask:
 
     @property
     def fraction(self):
-        """Fraction of the region that is tissue."""
+        """Fraction of the region that the (dilated) mask covers."""
         return float(self.mask.mean()) if self.mask.size else 0.0
 
 
@@ -139,11 +143,13 @@ def read_downsampled(reader, roi, downsample, block=BLOCK):
 
 
 def compute_tissue_mask(reader, roi, cfg=TissueMaskConfig()):
-    """:class:`TissueMask` of the level-0 region ``roi = (x, y, w, h)`` of ``reader``."""
+    """:class:`TissueMask` of the level-0 region ``roi = (x, y, w, h)`` of ``reader``
+    (its ``tissue_fraction`` measured before the dilation)."""
     image, scale, (x0, y0) = read_downsampled(reader, roi, cfg.downsample)
     mask = tissue_pixels(image, cfg.saturation, cfg.optical_density)
+    tissue_fraction = float(mask.mean()) if mask.size else 0.0
     radius = math.ceil(cfg.dilate / scale)
     if radius > 0 and mask.any():
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2)
         mask = cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
-    return TissueMask(mask, x0, y0, scale)
+    return TissueMask(mask, x0, y0, scale, tissue_fraction)

@@ -1,7 +1,7 @@
 """Cell datasets and incomplete-annotation (deletion) schemes."""
 from .cell_coco import CellCocoDataset
-from .deletion import (CapPerClass, DeletionScheme, KeepPerPatch, build_deletion,
-                       delete_from_coco)
+from .deletion import (CapPerClass, DeletionScheme, KeepPerPatch, KeepRegion,
+                       apply_deletion, build_deletion, delete_from_coco)
 
-__all__ = ['CellCocoDataset', 'DeletionScheme', 'KeepPerPatch', 'CapPerClass',
-           'build_deletion', 'delete_from_coco']
+__all__ = ['CellCocoDataset', 'DeletionScheme', 'KeepPerPatch', 'KeepRegion', 'CapPerClass',
+           'apply_deletion', 'build_deletion', 'delete_from_coco']

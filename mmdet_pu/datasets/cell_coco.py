@@ -1,5 +1,9 @@
 """COCO-style cell dataset written by ``data_prep/prepare.py``, with seeded deletion."""
+import logging
 import os.path as osp
+import statistics
+
+from mmengine.logging import print_log
 
 from mmdet.datasets import CocoDataset
 from mmdet.registry import DATASETS
@@ -13,6 +17,9 @@ COCO_ANNOTATION_KEYS = ('id', 'image_id', 'category_id', 'bbox', 'area', 'iscrow
                         'ignore', 'segmentation')
 #: Dataset names of data_prep/prepare.py, to suggest the command for a missing file.
 PREPARED_DATASETS = ('mitos14', 'crchisto', 'tupac', 'nucls', 'synthetic')
+#: Relative spread of the images' ``mpp`` beyond which the dataset warns that one
+#: training resolution does not describe them.
+MPP_SPREAD = 0.05
 
 
 @DATASETS.register_module()
@@ -36,6 +43,13 @@ class CellCocoDataset(CocoDataset):
       (``point``, ``score``, TUPAC's ``original``, ...).
     * A missing ``ann_file`` raises an error naming the ``data_prep/prepare.py`` command
       that writes it: ``prepare_cmd`` if given, else one derived from ``data_root``.
+    * ``metainfo['mpp']``: the training resolution in micrometres per pixel, the median
+      of the image entries' ``mpp`` (written by the converters and the QuPath import),
+      unless the config's ``metainfo`` sets ``mpp``; absent when neither gives one. The
+      runner stores the metainfo in every checkpoint (``meta.dataset_meta``), where
+      whole-slide inference reads it (docs/slides.md). A warning names the file when
+      some images lack a resolution or when they differ by more than
+      :data:`MPP_SPREAD`.
 
     Args:
         deletion (dict | None): deletion scheme config.
@@ -62,9 +76,32 @@ class CellCocoDataset(CocoDataset):
                 f'annotation file {self.ann_file} does not exist. Prepare the dataset '
                 f'first:\n    {self._missing_file_help()}')
         self._annotated_img_ids = set()  # filled by parse_data_info, before deletion
+        self._image_mpps = []  # filled by parse_data_info: each image's mpp or None
         data_list = super().load_data_list()
         self._check_classes()
+        if 'mpp' not in self._metainfo:  # the config's metainfo wins
+            mpp = self._training_mpp(self._image_mpps)
+            if mpp is not None:
+                self._metainfo['mpp'] = mpp
         return data_list
+
+    def _training_mpp(self, values):
+        """The median of the images' micrometres per pixel (None when no image has one)."""
+        known = [float(v) for v in values if v is not None]
+        if not known:
+            return None
+        mpp = statistics.median(known)
+        if len(known) < len(values):
+            print_log(f'{self.ann_file}: {len(values) - len(known)} of {len(values)} '
+                      f'images have no mpp (micrometres per pixel); the training '
+                      f'resolution is the median of the others, {mpp:g}', logger='current',
+                      level=logging.WARNING)
+        if max(known) - min(known) > MPP_SPREAD * mpp:
+            print_log(f'{self.ann_file}: the images\' mpp range from {min(known):g} to '
+                      f'{max(known):g} micrometres per pixel; the training resolution is '
+                      f'their median, {mpp:g} (set metainfo.mpp in the config to choose)',
+                      logger='current', level=logging.WARNING)
+        return mpp
 
     def _check_classes(self):
         """Every configured class must be a category of the file: CocoDataset would
@@ -82,6 +119,7 @@ class CellCocoDataset(CocoDataset):
         """Parse one image like CocoDataset, keep cell fields, apply the deletion."""
         img_info = raw_data_info['raw_img_info']
         width, height = img_info['width'], img_info['height']
+        self._image_mpps.append(img_info.get('mpp'))
         data_info = dict(
             img_path=osp.join(self.data_prefix['img'], img_info['file_name']),
             img_id=img_info['img_id'], seg_map_path=None, height=height, width=width,

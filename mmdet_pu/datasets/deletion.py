@@ -12,7 +12,9 @@ subset='original')`` on the complete (alternative) labels.
 
 The same scheme gives the same result inside :class:`~mmdet_pu.datasets.CellCocoDataset`
 (``deletion=...``) and in ``data_prep/delete.py`` (:func:`delete_from_coco`), as both
-present the annotations of an image in COCO file order.
+present the annotations of an image in COCO file order. A config names its scheme once,
+in the top-level key ``deletion``; :func:`apply_deletion` gives it to the training and
+validation loaders (docs/method.md#datasets-and-deletion).
 """
 import copy
 import hashlib
@@ -142,6 +144,34 @@ class CapPerClass(DeletionScheme):
         return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
 
 
+@DELETION_SCHEMES.register_module()
+class KeepRegion(DeletionScheme):
+    """Keep every annotation inside one square area per image (patch) and none outside:
+    regional annotation, where a pathologist marks all cells of a small field.
+
+    The area is ``size`` x ``size`` pixels centred on the box centre of one annotation
+    drawn at random (so a patch with cells always has an annotated area); an annotation
+    stays when its box centre lies inside it.
+    """
+
+    fields = ('bbox', )
+
+    def __init__(self, size=96, seed=0, subset=None):
+        super().__init__(seed, subset)
+        if not size > 0:
+            raise ValueError(f'KeepRegion: size must be positive, got {size!r}')
+        self.size = float(size)
+
+    def choose(self, rng, anns):
+        if not anns:
+            return np.zeros(0, np.int64)
+        boxes = np.asarray([ann['bbox'] for ann in anns], dtype=np.float64).reshape(-1, 4)
+        centres = boxes[:, :2] + boxes[:, 2:] / 2
+        anchor = centres[rng.integers(len(anns))]
+        inside = np.all(np.abs(centres - anchor) <= self.size / 2, axis=1)
+        return np.flatnonzero(inside)
+
+
 def build_deletion(cfg):
     """A scheme from a ``DELETION_SCHEMES`` config dict; ``None`` (complete) stays None."""
     if cfg is None or isinstance(cfg, DeletionScheme):
@@ -150,6 +180,58 @@ def build_deletion(cfg):
     # registry tree does not hold DELETION_SCHEMES.
     with DefaultScope.overwrite_default_scope(DELETION_SCHEMES.scope):
         return DELETION_SCHEMES.build(cfg)
+
+
+#: The loaders whose labels a config's ``deletion`` makes incomplete (test stays complete).
+DELETED_LOADERS = ('train_dataloader', 'val_dataloader')
+
+
+def _cell_datasets(node, key):
+    """``(dotted key, dataset dict)`` of every CellCocoDataset in a loader's dataset,
+    wrapped datasets (``dataset``, ``datasets``) included."""
+    if isinstance(node, (list, tuple)):
+        for i, child in enumerate(node):
+            yield from _cell_datasets(child, f'{key}.{i}')
+    elif isinstance(node, dict):
+        if str(node.get('type', '')).split('.')[-1] == 'CellCocoDataset':
+            yield key, node
+        for name in ('dataset', 'datasets'):
+            if node.get(name, None):
+                yield from _cell_datasets(node[name], f'{key}.{name}')
+
+
+def apply_deletion(cfg):
+    """A copy of ``cfg`` whose training and validation cell datasets get the top-level
+    ``deletion`` (a ``DELETION_SCHEMES`` config, or None for complete labels).
+
+    A config without the key is returned unchanged (its loaders keep what they set).
+
+    Raises:
+        ValueError: a loader's dataset sets a different ``deletion`` of its own (set it
+            once, at the top level), or no training cell dataset receives the scheme.
+    """
+    if 'deletion' not in cfg:
+        return cfg
+    cfg = copy.deepcopy(cfg)
+    scheme = cfg['deletion']
+    found = []
+    for loader in DELETED_LOADERS:
+        if not cfg.get(loader, None):
+            continue
+        for key, dataset in _cell_datasets(cfg[loader].get('dataset', None),
+                                           f'{loader}.dataset'):
+            own = dataset.get('deletion', None)
+            if own is not None and own != scheme:
+                raise ValueError(
+                    f'{key}.deletion is set to {own!r}, but the config sets the scheme in '
+                    f'its top-level key deletion={scheme!r}; set it once, there '
+                    '(--cfg-options deletion.k=... or deletion=None)')
+            dataset['deletion'] = copy.deepcopy(scheme)
+            found.append(key)
+    if scheme is not None and not any(k.startswith('train_dataloader') for k in found):
+        raise ValueError(f'deletion={scheme!r}: the config has no CellCocoDataset in '
+                         'train_dataloader to apply it to')
+    return cfg
 
 
 def delete_from_coco(coco, scheme):

@@ -1,1 +1,1 @@
-from . import hooks, runner  # noqa: F401
+from . import hooks, runner, schedulers  # noqa: F401

@@ -27,6 +27,7 @@ area smaller than level 0), so QuPath's pixel ``(0, 0)`` is level-0 pixel ``(bou
 bounds-y)`` and QuPath's image is ``bounds-width x bounds-height``. Every other slide,
 and a slide QuPath opened with ``--no-crop`` or with Bio-Formats, is the whole level 0.
 """
+import math
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -107,6 +108,23 @@ class SlideReader:
         if use_bounds and self.bounds is not None:
             return self.bounds
         return (0, 0, *self.dimensions)
+
+    def level_mpp(self, level: int) -> Optional[float]:
+        """Micrometres per pixel of ``level`` (None when the slide has no resolution)."""
+        return None if self.mpp is None else self.mpp * self.level_downsamples[level]
+
+    def level_for_mpp(self, target_mpp: float) -> int:
+        """The level whose pixel size is closest to ``target_mpp`` micrometres, by their
+        ratio (``|log(level_mpp / target_mpp)|``; the finer of two equally close levels),
+        or level 0 when the slide has no resolution."""
+        if self.mpp is None:
+            return 0
+        if not target_mpp > 0:
+            raise ValueError(f'target resolution must be > 0 micrometres per pixel, got '
+                             f'{target_mpp}')
+        distances = [round(abs(math.log(self.level_mpp(level) / target_mpp)), 9)
+                     for level in range(self.level_count)]
+        return min(range(self.level_count), key=lambda level: (distances[level], level))
 
     def read_region(self, level: int, x: int, y: int, w: int, h: int) -> np.ndarray:
         """RGB ``uint8`` pixels ``[y, y + h) x [x, x + w)`` of ``level``, shape (h, w, 3)."""

@@ -1,6 +1,5 @@
 """Whole-slide inference: readers, tissue mask, lazy batched tiles, merge, QuPath outputs."""
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -15,20 +14,21 @@ import pytest
 import tifffile
 import torch
 from mmengine.config import Config
-from mmengine.model import BaseModel
 from mmengine.structures import InstanceData
 from PIL import Image
 
-from mmdet.models.data_preprocessors import DetDataPreprocessor
-from mmdet_pu.apis.slide import (check_roi, infer_slide, input_format, merge_slide_detections,
-                                 slide_defaults, write_slide_outputs)
+from mmdet_pu.apis.cohort import read_record
+from mmdet_pu.apis.slide import (ResolutionPlan, ResolutionWarning, check_roi, infer_slide,
+                                 input_format, merge_slide_detections, plan_resolution,
+                                 slide_defaults, training_mpp, write_slide_outputs)
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
 from mmdet_pu.engine.runner import merge_tile_predictions
-from mmdet_pu.io.slides import OpenSlideReader, SlideReader, _open_tiff_fallback, open_slide
+from mmdet_pu.io.slides import OpenSlideReader, _open_tiff_fallback, open_slide
 from mmdet_pu.io.tiling import tile_grid
 from mmdet_pu.io.qupath import read_geojson
 from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
 from tests._data import REPO
+from tests.apis._fixtures import BlobDetector, RecordingReader, write_slide
 from tests._qupath_fixtures import (feature, paint_cells, point, write_features, write_png,
                                     write_pyramid_tiff)
 
@@ -45,55 +45,6 @@ def make_slide_image(tissue_width=320):
     for x, y in CELLS:
         image[y:y + 16, x:x + 16] = NUCLEUS
     return image
-
-
-class RecordingReader(SlideReader):
-    """Wraps a reader and records every region it is asked for."""
-
-    def __init__(self, reader):
-        self._reader = reader
-        self.path, self.backend = reader.path, reader.backend
-        self.level_dimensions = reader.level_dimensions
-        self.level_downsamples = reader.level_downsamples
-        self.reads = []
-
-    def _read(self, level, x, y, w, h):
-        self.reads.append((level, x, y, w, h))
-        return self._reader.read_region(level, x, y, w, h)
-
-    def close(self):
-        self._reader.close()
-
-
-class BlobDetector(BaseModel):
-    """Stand-in detector: every dark blob of a tile is a cell, scored by its area
-    relative to a whole ``cell_size`` px cell (so a cell cut by a tile border scores
-    lower, like a real detector's).
-    Records the tiles it sees; ``on_forward`` is called before each batch."""
-
-    def __init__(self, on_forward=None, cell_size=16):
-        super().__init__(data_preprocessor=DetDataPreprocessor())
-        self.batches, self.on_forward, self.cell_size = [], on_forward, cell_size
-        self.dataset_meta = dict(classes=('cell', ), palette=[(255, 0, 0)])
-
-    def forward(self, inputs, data_samples=None, mode='predict'):
-        if self.on_forward is not None:
-            self.on_forward()
-        self.batches.append([sample.img_shape for sample in data_samples])
-        for image, sample in zip(inputs, data_samples):
-            height, width = sample.img_shape
-            gray = image[:, :height, :width].float().mean(0).numpy()
-            count, _, blobs, _ = cv2.connectedComponentsWithStats(
-                (gray < 100).astype(np.uint8))
-            x, y, w, h, area = blobs[1:].T.astype(np.float32)
-            sx, sy = sample.scale_factor
-            sample.pred_instances = InstanceData(
-                bboxes=torch.from_numpy(np.stack([x / sx, y / sy, (x + w) / sx,
-                                                  (y + h) / sy], 1).astype(np.float32)),
-                scores=torch.from_numpy(np.minimum(
-                    area / (self.cell_size ** 2 * sx * sy), 1)),
-                labels=torch.zeros(count - 1, dtype=torch.int64))
-        return data_samples
 
 
 def cell_boxes(offset=(0, 0), cells=CELLS):
@@ -223,7 +174,8 @@ def test_tissue_mask_skips_the_blank_area(pyramid):
         assert (result.tiles_run, result.tiles_skipped) == (20, 15)
         assert {x for level, x, _, _, _ in reader.reads if level == 0} == {0, 96, 192, 288}
         assert sorted(result.bboxes.tolist()) == cell_boxes()
-        assert result.tissue_fraction == pytest.approx(22 / 40)
+        # the tissue share before the dilation: x < 320 of 640
+        assert result.tissue_fraction == pytest.approx(20 / 40)
 
         # a region of glass only: nothing runs, nothing is found
         empty = infer_slide(model, slide, roi=(400, 0, 240, 480), tile_size=128,
@@ -387,41 +339,33 @@ def test_outputs_reimport_in_qupath_format(pyramid, tmp_path):
     assert sorted((float(r['x']), float(r['y'])) for r in rows) == sorted(
         (x + 8.0, y + 8.0) for x, y in CELLS)
     assert {(r['class'], float(r['score'])) for r in rows} == {('cell', 1.0)}
-    assert 'slide.tif: 6 cells (cell 6); tiles 30 run, 0 skipped' in result.summary()
+    assert 'slide.tif: 6 cells (cell 6); level 0; tiles 30 run, 0 skipped' in result.summary()
 
 
-def test_roi_and_command_line_checks(tmp_path, pyramid, capsys):
+def test_roi_check():
     assert check_roi(None, (640, 480), 's.tif') == (0, 0, 640, 480)
     with pytest.raises(ValueError, match=r's.tif: ROI x=600 y=0 w=50 h=10 is not inside '
                                          r'the 640x480 slide'):
         check_roi((600, 0, 50, 10), (640, 480), 's.tif')
-    spec = importlib.util.spec_from_file_location('infer_slide_cli',
-                                                  REPO / 'tools' / 'infer_slide.py')
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
-    _, args = cli.parse_args(['c.py', 'x.pth', 'slides/', '--out', 'o', '--roi',
-                              '1,2,30,40', '--no-tissue-mask'])
-    assert (args.roi, args.no_tissue_mask, args.tile, args.overlap) == \
-        ((1, 2, 30, 40), True, None, 64)
-    for bad in ('1,2,3', '1,2,0,4', 'a,b,c,d'):
-        with pytest.raises(SystemExit):
-            cli.parse_args(['c.py', 'x.pth', 's.tif', '--out', 'o', '--roi', bad])
-    for bad in ('--tile=0', '--overlap=-1', '--batch-size=0', '--level=x'):
-        with pytest.raises(SystemExit):
-            cli.parse_args(['c.py', 'x.pth', 's.tif', '--out', 'o', bad])
-    capsys.readouterr()
-    # every slide is checked before the model loads (c.py does not even exist)
-    for options, message in [(['--roi', '600,0,50,10'], 'is not inside the 640x480 slide'),
-                             (['--level', '3'], '--level 3 does not exist')]:
-        with pytest.raises(SystemExit):
-            cli.main(['c.py', 'x.pth', str(pyramid), '--out', str(tmp_path / 'o'),
-                      *options])
-        assert message in capsys.readouterr().err
+
+
+def test_command_line_refuses_bad_input_before_the_model_loads(tmp_path):
+    """Bad options and clashing slide names fail at once (the config c.py does not even
+    exist), with exit status 2 and nothing written."""
     (tmp_path / 'a.tif').touch()
     (tmp_path / 'a.svs').touch()
-    with pytest.raises(SystemExit):  # both would write a.geojson
-        cli.main(['c.py', 'x.pth', str(tmp_path), '--out', str(tmp_path / 'o')])
-    assert 'same outputs: a' in capsys.readouterr().err
+    for options, message in [([str(tmp_path)], 'same outputs: a'),  # both: a.geojson
+                             ([str(tmp_path / 'a.tif'), '--target-mpp', '0'],
+                              'expected a number > 0'),
+                             ([str(tmp_path / 'a.tif'), '--roi', '1,2,0,4'],
+                              'expected x, y >= 0 and w, h > 0'),
+                             ([str(tmp_path / 'a.tif'), '--frame', 'bioformats'],
+                              "invalid choice: 'bioformats'")]:
+        proc = subprocess.run(
+            [sys.executable, 'tools/infer_slide.py', 'c.py', 'x.pth', *options, '--out',
+             str(tmp_path / 'o')], cwd=REPO, capture_output=True, text=True,
+            env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1'))
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / 'o').exists()
 
 
@@ -462,14 +406,16 @@ def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
     out = run_tool('tools/infer_slide.py', 'configs/custom/custom_pu.py',
                    tmp_path / 'work' / 'iter_2.pth', tmp_path / 'slides',
                    '--out', tmp_path / 'out', '--roi', '16,8,500,400', '--score-thr', '0',
-                   '--batch-size', '4', '--device', 'cpu')
-    summary = re.search(r'case1.tif: (\d+) cells \(cell (\d+)\); tiles (\d+) run, '
+                   '--batch-size', '4', '--device', 'cpu', '--frame', 'level0')
+    summary = re.search(r'case1.tif: (\d+) cells \(cell (\d+)\); level 0; tiles (\d+) run, '
                         r'(\d+) skipped', out)
     assert summary, out
     cells, run, skipped = int(summary[1]), int(summary[3]), int(summary[4])
     # 256 px tiles (the config's TiledTestLoop), overlap 64: 3 x 2 windows, each with
     # some tissue (x < 320, dilated); 2 iterations give low scores, but boxes
     assert (run, skipped) == (6, 0) and cells > 0
+    record = read_record(tmp_path / 'out', tmp_path / 'slides' / 'case1.tif')
+    assert record['settings']['frame'] == 'level0' and record['origin'] == [0, 0]
 
     qupath = read_geojson(tmp_path / 'out' / 'case1.geojson')
     with open(tmp_path / 'out' / 'case1.csv', newline='') as f:
@@ -543,3 +489,113 @@ def test_qupath_frame_of_a_slide_with_bounds(pyramid, tmp_path):
         centres = sorted((float(r['x']), float(r['y'])) for r in csv.DictReader(f))
     assert np.allclose(centres, sorted((x + 8 - 64, y + 8 - 32) for x, y in CELLS[1:4:2]),
                        atol=1)
+
+
+# -------------------------------------------------------------------- resolution --
+
+def cell_image(size=768, cells=40, diameter=16, seed=0):
+    """Tissue with dark round cells of ``diameter`` px at least 40 px apart; returns the
+    RGB image and the cell centres ``(N, 2)`` in its pixels."""
+    rng = np.random.default_rng(seed)
+    centres = []
+    while len(centres) < cells:
+        c = rng.uniform(diameter, size - diameter, 2)
+        if all(np.hypot(*(c - other)) >= 40 for other in centres):
+            centres.append(c)
+    image = np.full((size, size, 3), TISSUE, np.uint8)
+    for x, y in centres:  # a disc centred on (x, y) in continuous pixel coordinates
+        cv2.circle(image, (round(x * 16 - 8), round(y * 16 - 8)), diameter * 8, NUCLEUS,
+                   -1, shift=4)
+    return image, np.array(centres)
+
+
+def matched_within(found, truth, tolerance):
+    """Share of ``truth`` points with a ``found`` point within ``tolerance`` (one-to-one,
+    nearest first)."""
+    if len(found) == 0:
+        return 0.0
+    distance = np.hypot(*(truth[:, None, :] - found[None, :, :]).transpose(2, 0, 1))
+    used, matched = set(), 0
+    for i, j in sorted(np.argwhere(distance <= tolerance).tolist(),
+                       key=lambda ij: distance[ij[0], ij[1]]):
+        if i not in used and ('f', j) not in used:
+            used.update({i, ('f', j)})
+            matched += 1
+    return matched / len(truth)
+
+
+def test_level_and_resampling_follow_the_training_resolution(tmp_path):
+    image = cell_image(size=256, cells=4)[0]
+    path = write_slide(tmp_path / 's.tif', image, mpp=0.25, levels=3)  # 0.25, 0.5, 1.0
+    with open_slide(path) as slide:
+        assert slide.mpp == pytest.approx(0.25)
+        assert [slide.level_mpp(k) for k in range(3)] == pytest.approx([0.25, 0.5, 1.0])
+        for target, level, resample in [(0.25, 0, 1.0), (0.26, 0, 1.0),  # within 5 %
+                                        (0.5, 1, 1.0), (0.6, 1, 0.5 / 0.6),
+                                        (0.1, 0, 2.5), (4.0, 2, 0.25),
+                                        (0.7071, 1, 0.5 / 0.7071)]:  # nearer 0.5 than 1
+            plan = plan_resolution(slide, target)
+            assert (plan.level, plan.resample) == (level, pytest.approx(resample)), target
+        assert slide.level_for_mpp(0.5 * 2 ** 0.5) == 1  # equally close: the finer level
+        plan = plan_resolution(slide, 0.5, level=0)  # a forced level is resampled
+        assert (plan.level, plan.resample) == (0, 0.5)
+        assert plan.tiling(128, 32) == (256, 64)  # model pixels -> level pixels
+        assert plan_resolution(slide, None, level=2) == ResolutionPlan(2, 1.0, 0.25)
+        with pytest.raises(ValueError, match='level 3 does not exist'):
+            plan_resolution(slide, 0.5, level=3)
+    path = write_slide(tmp_path / 'unknown.tif', image, levels=2)
+    with open_slide(path) as slide, pytest.warns(ResolutionWarning,
+                                                 match='unknown.tif: the slide does not'):
+        assert plan_resolution(slide, 0.5) == ResolutionPlan(0)
+
+
+@pytest.mark.parametrize('slide_mpp, levels, model_mpp, level', [
+    (0.25, 2, 0.25, 0),  # full resolution, as trained
+    (0.5, 1, 0.25, 0),   # half resolution: tiles upsampled x2
+    (0.25, 1, 0.5, 0),   # model at half resolution, no pyramid: tiles downsampled x2
+    (0.25, 2, 0.5, 1),   # model at half resolution: pyramid level 1 as it is
+])
+def test_cells_land_at_the_same_level0_positions_whatever_the_scan_resolution(
+        tmp_path, slide_mpp, levels, model_mpp, level):
+    """A slide scanned at another resolution than the training images' gives its cells at
+    the same places: the image is written at 0.25 um/px and at half that resolution (0.5,
+    area-averaged); a blob detector "trained" at ``model_mpp`` finds only cells of the
+    size they have there (16 px at 0.25, 8 px at 0.5). Detected centres, converted from
+    the slide's level-0 pixels to full-resolution pixels, must match >= 95 % of the true
+    centres within 2 full-resolution pixels. It proves the level choice, the resampling
+    and the mapping of boxes back to level-0 pixels end to end (not a trained model)."""
+    image, truth = cell_image()
+    if slide_mpp != 0.25:
+        factor = 0.25 / slide_mpp
+        image = cv2.resize(image, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+    path = write_slide(tmp_path / 'slide.tif', image, mpp=slide_mpp, levels=levels)
+    size = 16 * 0.25 / model_mpp
+    model = BlobDetector(cell_size=size, sizes=(0.7 * size, 1.4 * size), mpp=model_mpp)
+    with open_slide(path) as slide:
+        reader = RecordingReader(slide)
+        result = infer_slide(model, reader, tile_size=128, overlap=32, tissue=None,
+                             score_thr=0.0, progress=False)
+    assert (result.level, result.mpp, result.target_mpp) == (level, slide_mpp, model_mpp)
+    assert {read[0] for read in reader.reads} == {level}
+    found = result.centres * slide_mpp / 0.25
+    assert len(found) == len(truth)
+    assert matched_within(found, truth, tolerance=2) >= 0.95
+    # the model saw its own resolution: level mpp / resample
+    assert slide_mpp * 2 ** level / result.resample == pytest.approx(model_mpp)
+    # read as it is, the cells have the wrong size for this detector: none is found
+    if slide_mpp * 2 ** level != model_mpp:
+        with open_slide(path) as slide:
+            plain = infer_slide(model, slide, level=level, target_mpp=None, tile_size=128,
+                                overlap=32, tissue=None, score_thr=0.0, progress=False)
+        assert len(plain.scores) == 0
+
+
+def test_the_training_resolution_comes_from_the_checkpoint_else_the_config():
+    cfg = Config(dict(train_dataloader=dict(dataset=dict(metainfo=dict(mpp=0.5))),
+                      metainfo=dict(mpp=0.3)))
+    assert training_mpp(cfg, dict(classes=('a', ), mpp=0.25)) == 0.25
+    assert training_mpp(cfg, dict(classes=('a', ))) == 0.5
+    assert training_mpp(Config(dict(metainfo=dict(mpp=0.3))), None) == 0.3
+    assert training_mpp(Config(dict()), dict(classes=('a', ))) is None
+    with pytest.raises(ValueError, match='must be > 0'):
+        training_mpp(Config(dict(metainfo=dict(mpp=0))), None)

@@ -2,7 +2,8 @@
 
 For each config under ``configs/`` (``_base_`` excluded):
 
-* the composition wires the bases as docs/design.md says (classes, deletion, hooks);
+* the composition wires the parent's bases as docs/design.md says (classes, the
+  deletion of the train and val loaders, hooks);
 * its train / val / test datasets are built on a miniature dataset in the prepared
   layout (``annotations/fold0/{train,val,test,test_whole}.json``) written with the
   config's class names, and one sample of each goes through its pipeline;
@@ -27,6 +28,7 @@ from mmengine.structures import InstanceData
 import mmdet_pu  # noqa: F401
 from mmdet.registry import DATASETS, HOOKS, MODELS
 from mmdet.structures import DetDataSample
+from mmdet_pu.datasets import apply_deletion
 from tests._data import REPO, make_tiny_coco
 
 CONFIG_ROOT = REPO / 'configs'
@@ -42,7 +44,8 @@ def config_id(path):
 
 @lru_cache(maxsize=None)
 def load_config(path):
-    return Config.fromfile(str(path))
+    """The config as its runner (``CellRunner``) sees it: ``deletion`` in the loaders."""
+    return apply_deletion(Config.fromfile(str(path)))
 
 
 def test_every_paper_experiment_has_a_config():
@@ -114,7 +117,9 @@ def test_composition_and_data_pipelines(path, dataset_roots):
     init_default_scope(cfg.default_scope)
     classes = tuple(cfg.metainfo['classes'])
     assert cfg.model.roi_head.bbox_head.num_classes == cfg.num_classes == len(classes)
+    assert cfg.runner_type == 'CellRunner'
     train_deletion = cfg.train_dataloader.dataset.deletion
+    assert train_deletion == cfg.deletion
     assert cfg.val_dataloader.dataset.deletion == train_deletion
     assert cfg.test_dataloader.dataset.get('deletion') is None  # complete test labels
     if path.parent.name == 'custom':  # a user's annotations are incomplete already

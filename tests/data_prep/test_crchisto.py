@@ -157,6 +157,10 @@ def test_missing_or_unreadable_files_are_errors(converted, tmp_path):
 def test_dataset_config_reads_the_converted_data(converted):
     out = converted[2]
     cfg, datasets = config_datasets('crchisto', out)
+    # the scans' resolution is on every image entry and in the datasets' metainfo
+    for split in ('train', 'val', 'test', 'test_whole'):
+        assert {im['mpp'] for im in load_coco(out, split)[0].values()} == {0.55}
+    assert {datasets[split].metainfo['mpp'] for split in datasets} == {0.55}
     assert cfg.test_cfg == dict(type='TiledTestLoop', tile_size=250, overlap=50,
                                 nms_iou=0.3)
     for split, name in (('train', 'train'), ('val', 'val'), ('test', 'test_whole')):

@@ -179,6 +179,10 @@ def test_slide_present_twice_is_an_error(converted, tmp_path):
 def test_dataset_config_reads_the_converted_data(converted):
     out = converted[2]
     cfg, datasets = config_datasets('mitos14', out)
+    # the scans' resolution is on every image entry and in the datasets' metainfo
+    for split in ('train', 'val', 'test', 'test_whole'):
+        assert {im['mpp'] for im in load_coco(out, split)[0].values()} == {0.2455}
+    assert {datasets[split].metainfo['mpp'] for split in datasets} == {0.2455}
     assert cfg.test_cfg == dict(type='TiledTestLoop', tile_size=500, overlap=100,
                                 nms_iou=0.3)
     for split, name in (('train', 'train'), ('val', 'val'), ('test', 'test_whole')):

@@ -147,6 +147,10 @@ def test_unmatched_files_and_bad_fov_names_are_errors(raw, tmp_path):
 def test_dataset_config_reads_the_converted_data(converted):
     out = converted[2]
     cfg, datasets = config_datasets('nucls', out)
+    # the scans' resolution is on every image entry and in the datasets' metainfo
+    for split in ('train', 'val', 'test', 'test_whole'):
+        assert {im['mpp'] for im in load_coco(out, split)[0].values()} == {0.2}
+    assert {datasets[split].metainfo['mpp'] for split in datasets} == {0.2}
     assert cfg.test_cfg == dict(type='TestLoop') and cfg.num_classes == 3
     for split in ('train', 'val', 'test'):
         assert len(datasets[split]) == len(load_coco(out, split)[0])

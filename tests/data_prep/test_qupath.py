@@ -274,8 +274,7 @@ def test_documented_child_configs_build(tmp_path):
         assert cfg[f'{loader}_dataloader'].dataset.metainfo.classes == ('mitosis', )
     assert cfg.model.roi_head.bbox_head.num_classes == 1
     multi = tmp_path / 'my_mpu.py'
-    base = REPO / 'configs' / '_base_'
-    multi.write_text(CHILD_MULTI.replace('../_base_', str(base)))
+    multi.write_text(f"_base_ = '{custom}'\n" + CHILD_MULTI)
     cfg = Config.fromfile(str(multi))
     assert cfg.model.roi_head.bbox_head.num_classes == 2
     assert cfg.model.roi_head.bbox_head.loss_cls.type == 'MultiPULoss'
@@ -293,21 +292,11 @@ val_dataloader = dict(dataset=dict(metainfo=metainfo))
 test_dataloader = dict(dataset=dict(metainfo=metainfo))
 """
 CHILD_MULTI = """\
-_base_ = [
-    '../_base_/models/faster-rcnn_r18-slim_fpn.py',
-    '../_base_/datasets/custom.py',
-    '../_base_/deletion/none.py',
-    '../_base_/methods/mpu.py',
-    '../_base_/schedules/adam_2580it.py',
-    '../_base_/default_runtime.py',
-]
-num_classes = 2
 metainfo = dict(classes=('tumor', 'lymphocyte'), palette=[(200, 0, 0), (0, 0, 230)])
 model = dict(
-    rpn_head=_base_.rpn_head,
-    roi_head=dict(bbox_head=dict(num_classes=num_classes, **_base_.bbox_head)))
-model['roi_head']['bbox_head']['loss_cls']['priors'] = [0.2, 0.1]  # one per class
-model['rpn_head']['loss_cls']['prior'] = 0.3  # their sum
+    rpn_head=dict(loss_cls=dict(prior=0.3)),  # the sum of the class priors
+    roi_head=dict(bbox_head=dict(num_classes=2, loss_cls=dict(
+        _delete_=True, type='MultiPULoss', priors=[0.2, 0.1]))))  # one per class
 train_dataloader = dict(dataset=dict(metainfo=metainfo))
 val_dataloader = dict(dataset=dict(metainfo=metainfo))
 test_dataloader = dict(dataset=dict(metainfo=metainfo))

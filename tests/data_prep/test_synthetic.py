@@ -1,3 +1,4 @@
+import hashlib
 import json
 import time
 
@@ -5,7 +6,7 @@ import numpy as np
 import pytest
 
 from data_prep import prepare
-from data_prep.synthetic import generate_image
+from data_prep.synthetic import generate_image, nucleus_types, slot_spacing
 
 
 def test_generation_is_fast_enough():
@@ -64,6 +65,7 @@ def test_prepare_cli_writes_the_layout(tmp_path, capsys):
     whole = json.loads((out / 'annotations' / 'fold0' / 'test_whole.json').read_text())
     assert [c['name'] for c in whole['categories']] == ['tumor', 'lymphocyte', 'stromal']
     assert len(whole['images']) == 1 and len(whole['images'][0]['tiles']) == 4
+    assert whole['images'][0]['mpp'] == 0.5  # the resolution the images stand for
     splits = json.loads((out / 'splits.json').read_text())
     assert sorted(splits['assignment']) == [f'multi_{i:04d}.png' for i in range(6)]
     # the same image index gives the same image whatever --num-images is
@@ -72,3 +74,39 @@ def test_prepare_cli_writes_the_layout(tmp_path, capsys):
                   '--num-images', '8', '--size', '256', '--tile', '128', '--no-progress'])
     tile = 'tiles/multi_0000_x128_y0.png'
     assert (out / 'images' / tile).read_bytes() == (other / 'images' / tile).read_bytes()
+
+
+def test_regime_options_change_one_look_at_a_time():
+    def cells(kinds, variant='binary', n=6):
+        out = [generate_image(np.random.default_rng([0, i]), 256, variant, kinds)
+               for i in range(n)]
+        return np.concatenate([o[1] for o in out]), len(out)
+
+    boxes, n = cells(nucleus_types('binary', cells_per_tile=(2, 5)))
+    assert 1 <= len(boxes) / n <= 6  # sparse
+    boxes, n = cells(nucleus_types('nuclei'), 'nuclei')
+    assert len(boxes) / n >= 30  # dense: every nucleus is a cell
+    boxes, _ = cells(nucleus_types('binary', cell_size=(28, 40)))
+    assert np.median(boxes[:, 2:].max(axis=1)) >= 28
+    boxes, _ = cells(nucleus_types('binary', cell_size=(12, 16)))
+    assert boxes[:, 2:].max() <= 22
+    assert [k.per_tile for k in nucleus_types('binary', lookalikes=3)][1:] == \
+        [(24, 42), (9, 21)]
+    assert len(nucleus_types('nuclei', lookalikes=1)) == 3
+    with pytest.raises(ValueError, match='cells_per_tile: the multi variant has 3'):
+        nucleus_types('multi', cells_per_tile=(1, 2))
+    with pytest.raises(ValueError, match='cell_size: expected 0 < low <= high'):
+        nucleus_types('binary', cell_size=(20, 10))
+
+
+@pytest.mark.parametrize('variant, digest', [('binary', '5d560255f4f16767'),
+                                             ('multi', '5601487f906c7413')])
+def test_default_looks_are_unchanged_by_the_regime_options(variant, digest):
+    """Without options every variant draws the cells it drew before the regime options
+    existed (the demo's data): a digest of the boxes, labels and scores of one image."""
+    _, boxes, labels, scores = generate_image(np.random.default_rng([0, 3]), 256, variant)
+    data = np.round(boxes, 6).tobytes() + labels.tobytes() + np.round(scores, 6).tobytes()
+    assert hashlib.sha256(data).hexdigest()[:16] == digest
+    assert slot_spacing(nucleus_types('binary')) == slot_spacing(nucleus_types('multi')) \
+        == 26
+    assert slot_spacing(nucleus_types('binary', cell_size=(28, 40))) == 46

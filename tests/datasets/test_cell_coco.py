@@ -2,12 +2,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from data_prep import prepare
 from mmdet.registry import DATASETS
-from mmdet_pu.datasets import CellCocoDataset, DeletionScheme, delete_from_coco
+from mmdet_pu.datasets import CellCocoDataset, DeletionScheme, cell_coco, delete_from_coco
 from tests._data import make_tiny_coco, write_tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,8 +131,41 @@ def test_dataset_config_packs_cell_metadata(synthetic_root):
     assert len(sample.gt_instances) > 0
 
 
+def _set_mpp(ann_file, values):
+    """Give the image entries of ``ann_file`` these ``mpp`` (None: no entry)."""
+    coco = json.loads(Path(ann_file).read_text())
+    for image, mpp in zip(coco['images'], values):
+        image.pop('mpp', None)
+        if mpp is not None:
+            image['mpp'] = mpp
+    Path(ann_file).write_text(json.dumps(coco))
+
+
+def test_training_resolution_is_the_files_unless_the_config_sets_it(tmp_path, monkeypatch):
+    warnings = []
+    monkeypatch.setattr(cell_coco, 'print_log', lambda msg, **kw: warnings.append(msg))
+    ann_file = make_tiny_coco(tmp_path, n_images=4, size=64)
+
+    def build(**metainfo):
+        return CellCocoDataset(data_root=str(tmp_path), ann_file=ann_file,
+                               data_prefix=dict(img='images/'), pipeline=[],
+                               metainfo=dict(classes=('cell0', ), **metainfo))
+
+    assert 'mpp' not in build().metainfo  # no resolution anywhere
+    _set_mpp(ann_file, [0.25, 0.25, 0.25, 0.25])
+    assert build().metainfo['mpp'] == 0.25
+    assert build(mpp=0.5).metainfo['mpp'] == 0.5  # the config's metainfo wins
+    assert not warnings
+    _set_mpp(ann_file, [0.25, None, 0.5, 0.24])  # mixed scans: the median, and warnings
+    assert build().metainfo['mpp'] == 0.25
+    assert len(warnings) == 2
+    assert 'train.json: 1 of 4 images have no mpp' in warnings[0]
+    assert 'range from 0.24 to 0.5 micrometres per pixel' in warnings[1]
+
+
 def test_trains_with_deletion(tmp_path):
-    make_tiny_coco(tmp_path / 'data', n_images=4, size=128)
+    ann_file = make_tiny_coco(tmp_path / 'data', n_images=4, size=128)
+    _set_mpp(ann_file, [0.5] * 4)
     extra = ("train_dataloader['dataset'].update(type='CellCocoDataset', "
              "deletion=dict(type='KeepPerPatch', k=1))\n"
              "val_dataloader = val_cfg = val_evaluator = None\n")
@@ -145,7 +179,10 @@ def test_trains_with_deletion(tmp_path):
     assert isinstance(dataset, CellCocoDataset)
     assert all(len(dataset.get_data_info(i)['instances']) == 1 for i in range(len(dataset)))
     runner.train()
-    assert (tmp_path / 'work' / 'iter_2.pth').exists()
+    checkpoint = torch.load(tmp_path / 'work' / 'iter_2.pth', map_location='cpu',
+                            weights_only=False)
+    # the training resolution of the file travels in the checkpoint (slide inference)
+    assert checkpoint['meta']['dataset_meta']['mpp'] == 0.5
 
 
 def test_classes_missing_from_the_file_are_an_error(tmp_path):

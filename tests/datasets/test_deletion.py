@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from data_prep import delete
-from mmdet_pu.datasets.deletion import (CapPerClass, KeepPerPatch, build_deletion,
-                                        delete_from_coco)
+from mmdet_pu.datasets.deletion import (CapPerClass, KeepPerPatch, KeepRegion,
+                                        build_deletion, delete_from_coco)
 
 
 def _coco(cells_per_image, classes=1, seed=0):
@@ -144,10 +144,29 @@ def test_tupac_original_keep1_config():
                                  dict(type='KeepPerPatch', order='agreement'),
                                  dict(type='CapPerClass', k=2.5),
                                  dict(type='KeepPerPatch', subset=''),
-                                 dict(type='CapPerClass', subset=['original'])])
+                                 dict(type='CapPerClass', subset=['original']),
+                                 dict(type='KeepRegion', size=0)])
 def test_bad_configs_raise(cfg):
     with pytest.raises(ValueError):
         build_deletion(cfg)
+
+
+def test_keep_region_keeps_every_cell_of_one_area_and_none_outside():
+    # a 4 x 4 grid of 10 px cells, centres 30 px apart: a 64 px area holds 2 x 2 or 3 x 3
+    xy = [(x, y) for y in range(10, 130, 30) for x in range(10, 130, 30)]
+    anns = _anns([1] * 16, bbox=[[x - 5, y - 5, 10, 10] for x, y in xy])
+    scheme = KeepRegion(size=64, seed=3)
+    for key in ('a.png', 'b.png', 'c.png'):
+        kept = scheme.keep(key, anns)
+        centres = np.array(xy)[kept]
+        assert len(kept) >= 1
+        assert np.ptp(centres, axis=0).max() <= 64  # inside one 64 px square
+        anchor = centres.mean(axis=0)
+        around = [i for i, c in enumerate(xy) if np.abs(np.array(c) - anchor).max() < 15]
+        assert set(around) <= set(kept)
+        np.testing.assert_array_equal(kept, scheme.keep(key, anns))  # seeded per image
+    assert len(KeepRegion(size=1000).keep('a.png', anns)) == 16
+    assert len(scheme.keep('empty.png', [])) == 0
 
 
 def test_build_deletion():

@@ -1,4 +1,4 @@
-"""Weighted cross entropy and focal loss baselines (Appendix A) as the method bases build them."""
+"""Weighted cross entropy and focal loss baselines (Appendix A) as their configs build them."""
 import pytest
 import torch
 from mmengine.config import Config
@@ -8,15 +8,22 @@ from mmdet.registry import MODELS
 from tests._data import REPO
 
 
+class Heads:
+    """The RPN head and the box head of an experiment config's model."""
+
+    def __init__(self, name):
+        model = Config.fromfile(
+            str(REPO / f'configs/baselines/mitos14_vgg16_keep1_{name}.py')).model
+        self.rpn_head, self.bbox_head = model.rpn_head, model.roi_head.bbox_head
+
+
 def method(name):
-    return Config.fromfile(str(REPO / f'configs/_base_/methods/{name}.py'))
+    return Heads(name)
 
 
 def loss_cfg(head_cfg):
-    """The method's ``loss_cls`` without its merge directive."""
-    cfg = dict(head_cfg.loss_cls)
-    cfg.pop('_delete_')
-    return cfg
+    """The head's ``loss_cls`` config."""
+    return dict(head_cfg.loss_cls)
 
 
 def build_loss(head_cfg):

@@ -70,14 +70,9 @@ def test_box_centres():
 # ---------------------------------------------------------------- heads ---------------
 
 def slim_model_cfg(method):
-    """The slim Faster R-CNN with one method base applied, as the experiment configs do."""
-    cfg = Config.fromfile(
-        str(REPO / 'configs/_base_/models/faster-rcnn_r18-slim_fpn.py'))
-    method_cfg = Config.fromfile(str(REPO / f'configs/_base_/methods/{method}.py'))
-    cfg.merge_from_dict(dict(model=dict(
-        rpn_head=method_cfg.rpn_head,
-        roi_head=dict(bbox_head=method_cfg.bbox_head))))
-    return cfg.model
+    """The slim Faster R-CNN of the synthetic experiment config of ``method``."""
+    return Config.fromfile(
+        str(REPO / f'configs/synthetic/synthetic_keep1_{method}.py')).model
 
 
 def tiny_batch(size=128):

@@ -166,7 +166,7 @@ class PriorUpdateHook(Hook):
       as ``train/prior_<class name>`` and the RPN prior as ``train/prior_rpn``, so they
       appear in the text log, ``vis_data/scalars.json`` and TensorBoard.
 
-    ``configs/_base_/methods/mpu.py`` enables this hook as the first custom hook, so
+    ``configs/pu/nucls_mpu.py`` enables this hook as the first custom hook, so
     ``pi_1`` is set from the command line with
     ``--cfg-options custom_hooks.0.anchor_prior=0.25``.
 

@@ -131,12 +131,62 @@ def pu_risk(h_label: Tensor,
     return value.detach() + (objective - objective.detach())
 
 
-def _check_prior(value, key: str) -> float:
+def check_risk_options(owner: str, estimator: str, nonnegative: str, beta: float,
+                       gamma: float, beta_key: str = 'beta',
+                       gamma_key: str = 'gamma') -> None:
+    """Validate the options of :func:`pu_risk` given to the loss ``owner``.
+
+    ``beta_key`` / ``gamma_key`` are the loss's names of the nnPU threshold and ascent
+    factor (a focal loss keeps ``gamma`` for its modulation).
+
+    Raises:
+        ValueError: naming the ``loss_cls`` key and the values expected.
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f'loss_cls.estimator: expected one of {ESTIMATORS} for '
+                         f'{owner}, got {estimator!r}')
+    if nonnegative not in NONNEGATIVE_MODES:
+        raise ValueError(f'loss_cls.nonnegative: expected one of '
+                         f'{NONNEGATIVE_MODES} for {owner}, got {nonnegative!r}')
+    if nonnegative == 'clamp' and (beta != 0 or gamma != 1):
+        raise ValueError(f'loss_cls.{beta_key} / loss_cls.{gamma_key}: only used with '
+                         f"nonnegative='nnpu' in {owner}, got {beta_key}={beta}, "
+                         f'{gamma_key}={gamma}')
+    if not beta >= 0:
+        raise ValueError(f'loss_cls.{beta_key}: expected {beta_key} >= 0, got {beta}')
+    if not 0 < gamma <= 1:
+        raise ValueError(f'loss_cls.{gamma_key}: expected 0 < {gamma_key} <= 1, '
+                         f'got {gamma}')
+
+
+def check_prior(value, key: str) -> float:
+    """``value`` as a float if it is a class prior, 0 < value < 1.
+
+    Raises:
+        ValueError: naming ``key`` otherwise.
+    """
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
             or not 0 < value < 1):
         raise ValueError(
             f'{key}: expected a class prior with 0 < prior < 1, got {value!r}')
     return float(value)
+
+
+def check_priors(priors, key: str) -> list:
+    """``priors`` as a list of floats if it holds one prior per class, sum < 1.
+
+    Raises:
+        ValueError: naming ``key`` (and the index of a bad value) otherwise.
+    """
+    if isinstance(priors, (str, bytes)) or not hasattr(priors, '__len__') \
+            or len(priors) == 0:
+        raise ValueError(f'{key}: expected a list with one prior per positive '
+                         f'class, got {priors!r}')
+    values = [check_prior(p, f'{key}[{i}]') for i, p in enumerate(priors)]
+    if not sum(values) < 1:
+        raise ValueError(f'{key}: expected sum(priors) < 1, got {values} '
+                         f'(sum {sum(values):.4g})')
+    return values
 
 
 class BasePULoss(nn.Module):
@@ -157,21 +207,7 @@ class BasePULoss(nn.Module):
                  beta: float = 0.0, gamma: float = 1.0,
                  loss_weight: float = 1.0) -> None:
         super().__init__()
-        name = type(self).__name__
-        if estimator not in ESTIMATORS:
-            raise ValueError(f'loss_cls.estimator: expected one of {ESTIMATORS} for '
-                             f'{name}, got {estimator!r}')
-        if nonnegative not in NONNEGATIVE_MODES:
-            raise ValueError(f'loss_cls.nonnegative: expected one of '
-                             f'{NONNEGATIVE_MODES} for {name}, got {nonnegative!r}')
-        if nonnegative == 'clamp' and (beta != 0 or gamma != 1):
-            raise ValueError(f'loss_cls.beta / loss_cls.gamma: only used with '
-                             f"nonnegative='nnpu' in {name}, got beta={beta}, "
-                             f'gamma={gamma}')
-        if not beta >= 0:
-            raise ValueError(f'loss_cls.beta: expected beta >= 0, got {beta}')
-        if not 0 < gamma <= 1:
-            raise ValueError(f'loss_cls.gamma: expected 0 < gamma <= 1, got {gamma}')
+        check_risk_options(type(self).__name__, estimator, nonnegative, beta, gamma)
         self.estimator = estimator
         self.nonnegative = nonnegative
         self.beta = float(beta)
@@ -274,7 +310,7 @@ class PULoss(BasePULoss):
         super().__init__(estimator, nonnegative, beta, gamma, loss_weight)
         self.use_sigmoid = use_sigmoid
         self.register_buffer(
-            'prior', torch.tensor(_check_prior(prior, 'loss_cls.prior (PULoss)')))
+            'prior', torch.tensor(check_prior(prior, 'loss_cls.prior (PULoss)')))
 
     @property
     def class_priors(self) -> Tensor:
@@ -325,6 +361,9 @@ class MultiPULoss(BasePULoss):
         beta (float): nnPU threshold (``nonnegative='nnpu'`` only).
         gamma (float): nnPU ascent factor (``nonnegative='nnpu'`` only).
         loss_weight (float): Weight of the loss.
+        use_sigmoid (bool): Must be False (softmax). Accepted so that the loss can
+            replace the type of mmdet's ``CrossEntropyLoss`` dicts, which carry
+            ``use_sigmoid=False`` (e.g. every stage of mmdet's Cascade R-CNN).
     """
 
     use_sigmoid = False
@@ -336,17 +375,14 @@ class MultiPULoss(BasePULoss):
                  nonnegative: str = 'clamp',
                  beta: float = 0.0,
                  gamma: float = 1.0,
-                 loss_weight: float = 1.0) -> None:
+                 loss_weight: float = 1.0,
+                 use_sigmoid: bool = False) -> None:
+        if use_sigmoid is not False:
+            raise ValueError(
+                f'loss_cls.use_sigmoid: MultiPULoss is a softmax loss over the classes '
+                f'and the background, got use_sigmoid={use_sigmoid!r}')
         super().__init__(estimator, nonnegative, beta, gamma, loss_weight)
-        key = 'loss_cls.priors (MultiPULoss)'
-        if isinstance(priors, (str, bytes)) or not hasattr(priors, '__len__') \
-                or len(priors) == 0:
-            raise ValueError(f'{key}: expected a list with one prior per positive '
-                             f'class, got {priors!r}')
-        values = [_check_prior(p, f'{key}[{i}]') for i, p in enumerate(priors)]
-        if not sum(values) < 1:
-            raise ValueError(f'{key}: expected sum(priors) < 1, got {values} '
-                             f'(sum {sum(values):.4g})')
+        values = check_priors(priors, 'loss_cls.priors (MultiPULoss)')
         self.register_buffer('priors', torch.tensor(values))
 
     @property

@@ -1,0 +1,3 @@
+from .relative_step import RelativeMultiStepLR
+
+__all__ = ['RelativeMultiStepLR']

@@ -1,0 +1,137 @@
+"""One classification-loss call per mini-batch for mmdet's dense heads
+(docs/method.md#dense-detectors)."""
+from typing import List, NamedTuple, Optional
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+from mmdet.registry import MODELS
+
+
+class _LossCall(NamedTuple):
+    cls_score: Tensor
+    target: object
+    weight: Optional[Tensor]
+    avg_factor: object
+    reduction_override: Optional[str]
+
+
+class _LossCallRecorder(nn.Module):
+    """Stands in for a head's ``loss_cls`` and records its calls (returns zeros)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: List[_LossCall] = []
+
+    def forward(self, cls_score, target, weight=None, avg_factor=None,
+                reduction_override=None):
+        self.calls.append(
+            _LossCall(cls_score, target, weight, avg_factor, reduction_override))
+        return cls_score.new_zeros(())
+
+
+def _concat(parts: list):
+    """Concatenate tensors, or tuples of tensors element-wise, along dim 0."""
+    if isinstance(parts[0], (tuple, list)):
+        return tuple(torch.cat(items) for items in zip(*parts))
+    return torch.cat(parts)
+
+
+def _same_value(values: list, what: str):
+    first = values[0]
+    if any(value is not first and float(value) != float(first) for value in values):
+        raise ValueError(
+            f'cannot pool the per-level classification losses into one call: the head '
+            f'passed different {what} per level ({[float(v) for v in values]})')
+    return first
+
+
+class BatchClsLossMixin:
+    """Makes an mmdet dense head call its ``loss_cls`` once per mini-batch.
+
+    mmdet's ``AnchorHead``, ``ATSSHead``, ``GFLHead`` and ``RTMDetHead`` compute their
+    losses per FPN level (``loss_by_feat_single`` under ``multi_apply``) and sum the
+    levels. A sum is right for a loss that is a sum divided by a shared ``avg_factor``,
+    but the PU risk (docs/method.md#dense-detectors) has a ``max{0, .}`` and per-set
+    normalisers, so it needs every location of the mini-batch, all levels and all
+    images, in one call (as ``PURPNHead`` does for the RPN).
+
+    Mixed in before an mmdet head class, it runs the head's own ``loss_by_feat`` with
+    ``loss_cls`` replaced by a recorder: every per-level call is recorded (the recorder
+    returns a zero), and every other loss (boxes, centerness, DFL) and every target is
+    computed by mmdet's code unchanged. The recorded scores, targets (a labels tensor or
+    a ``(labels, quality)`` tuple) and label weights are then concatenated in level
+    order and ``loss_cls`` is called once; its value replaces the per-level list under
+    the head's key ``loss_cls``.
+
+    ``avg_factor`` is the one the head passed to every level (they must agree), or
+    what :meth:`batch_avg_factor` makes of it, so a loss that is a sum divided by
+    ``avg_factor`` (``FocalLoss``, ``QualityFocalLoss``) gives exactly the head's sum
+    over levels. The PU losses ignore it.
+
+    Building the head also (a) gives a loss that is sigmoid-only (its class sets
+    ``sigmoid_only``) ``use_sigmoid=True`` when the config leaves it out, because mmdet's
+    heads read ``loss_cls.use_sigmoid`` to choose ``C`` sigmoid logits over ``C + 1``
+    softmax ones, and (b) checks that a loss with ``check_num_classes`` holds one prior
+    per class of the head.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        loss_cls = kwargs.get('loss_cls')
+        if loss_cls is not None and 'use_sigmoid' not in loss_cls:
+            loss_type = loss_cls.get('type')
+            if isinstance(loss_type, str):
+                loss_type = MODELS.get(loss_type)
+            if getattr(loss_type, 'sigmoid_only', False):
+                kwargs['loss_cls'] = dict(loss_cls, use_sigmoid=True)
+        super().__init__(*args, **kwargs)
+        check_num_classes = getattr(self.loss_cls, 'check_num_classes', None)
+        if check_num_classes is not None:
+            check_num_classes(self.num_classes)
+
+    def loss_by_feat(self, *args, **kwargs) -> dict:
+        """The head's ``loss_by_feat`` with one ``loss_cls`` call for the mini-batch.
+
+        Takes the arguments of the head's own ``loss_by_feat``.
+
+        Returns:
+            dict[str, Tensor]: The head's losses; ``loss_cls`` is one tensor.
+        """
+        loss_cls, recorder = self.loss_cls, _LossCallRecorder()
+        self.loss_cls = recorder
+        try:
+            losses = super().loss_by_feat(*args, **kwargs)
+        finally:
+            self.loss_cls = loss_cls
+        calls = recorder.calls
+        if not calls:
+            raise RuntimeError(f'{type(self).__name__}: the head computed no '
+                               f'classification loss to pool')
+        weights = [call.weight for call in calls]
+        if any(weight is None for weight in weights):
+            if not all(weight is None for weight in weights):
+                raise ValueError('cannot pool the per-level classification losses: '
+                                 'some levels have label weights and some not')
+            weight = None
+        else:
+            weight = _concat(weights)
+        target = _concat([call.target for call in calls])
+        avg_factor = self.batch_avg_factor(
+            _same_value([call.avg_factor for call in calls], 'avg_factor'), target)
+        reductions = {call.reduction_override for call in calls}
+        if len(reductions) != 1:
+            raise ValueError(f'cannot pool the per-level classification losses: the '
+                             f'head passed different reduction_override {reductions}')
+        losses['loss_cls'] = self.loss_cls(
+            _concat([call.cls_score for call in calls]), target, weight,
+            avg_factor=avg_factor, reduction_override=reductions.pop())
+        return losses
+
+    def batch_avg_factor(self, avg_factor, target):
+        """The ``avg_factor`` of the pooled call, from the one passed to each level.
+
+        The same here; a head that rescales its classification losses after the
+        per-level calls overrides it (``PURTMDetHead``).
+        """
+        return avg_factor

@@ -1,0 +1,57 @@
+"""CellRunner: a config's top-level ``deletion`` reaches the train and val loaders only."""
+import pytest
+from mmengine.config import Config
+from mmengine.registry import RUNNERS
+
+import mmdet_pu  # noqa: F401
+from mmdet_pu.datasets import apply_deletion
+from mmdet_pu.engine.runner import CellRunner
+
+SCHEME = dict(type='KeepPerPatch', k=1, order='random', seed=0)
+
+
+def loaders(**dataset):
+    cell = dict(type='CellCocoDataset', ann_file='a.json', **dataset)
+    return dict(train_dataloader=dict(dataset=cell),
+                val_dataloader=dict(dataset=dict(cell)),
+                test_dataloader=dict(dataset=dict(cell)))
+
+
+def test_the_scheme_reaches_train_and_val_and_never_test():
+    cfg = apply_deletion(Config(dict(deletion=SCHEME, **loaders())))
+    assert cfg.train_dataloader.dataset.deletion == SCHEME
+    assert cfg.val_dataloader.dataset.deletion == SCHEME
+    assert 'deletion' not in cfg.test_dataloader.dataset
+    complete = apply_deletion(Config(dict(deletion=None, **loaders())))
+    assert complete.train_dataloader.dataset.deletion is None
+
+
+def test_wrapped_datasets_receive_it_and_a_config_without_the_key_is_unchanged():
+    cfg = Config(dict(deletion=SCHEME, train_dataloader=dict(dataset=dict(
+        type='RepeatDataset', times=2,
+        dataset=dict(type='mmdet.CellCocoDataset', ann_file='a.json')))))
+    assert apply_deletion(cfg).train_dataloader.dataset.dataset.deletion == SCHEME
+    plain = Config(loaders(deletion=SCHEME))
+    assert apply_deletion(plain) is plain
+
+
+def test_a_loader_with_another_scheme_of_its_own_is_an_error():
+    cfg = Config(dict(deletion=SCHEME, **loaders()))
+    cfg.val_dataloader.dataset.deletion = dict(SCHEME, k=5)
+    with pytest.raises(ValueError, match=r'val_dataloader\.dataset\.deletion is set to .*'
+                       r'set it once, there'):
+        apply_deletion(cfg)
+    cfg = Config(dict(deletion=SCHEME, train_dataloader=dict(
+        dataset=dict(type='CocoDataset', ann_file='a.json'))))
+    with pytest.raises(ValueError, match='no CellCocoDataset in train_dataloader'):
+        apply_deletion(cfg)
+
+
+def test_configs_build_the_cell_runner_with_the_scheme_applied(tmp_path):
+    cfg = Config.fromfile('configs/synthetic/synthetic_keep5_pu.py')
+    cfg.work_dir = str(tmp_path)
+    runner = RUNNERS.build(cfg)
+    assert type(runner) is CellRunner
+    assert runner._train_dataloader['dataset']['deletion'] == dict(SCHEME, k=5)
+    assert runner._val_dataloader['dataset']['deletion'] == dict(SCHEME, k=5)
+    assert 'deletion' not in runner._test_dataloader['dataset']

@@ -27,7 +27,8 @@ One per whole raw image::
         points=[[x, y], ...],                   # (N, 2) 0-based, x = column; or None
         boxes=None,                             # (N, 4) [x, y, w, h]; or None
         extra={'score': [0.8, 1.0]},            # per-annotation fields, each length N
-        mpp=0.2455)                             # micrometres per pixel, None if unknown
+        mpp=0.2455,                             # micrometres per pixel, None if unknown
+        origin=None)                            # (X, Y) of a part of the source, below
 
 * Give ``points`` (point-annotated data: the writer makes ``box_size`` boxes centred on
   them, clipped to the image) or ``boxes`` (box-annotated data, clipped to the image), or
@@ -40,6 +41,10 @@ One per whole raw image::
   (written whole for tiled evaluation) or a single tile.
 * ``extra`` values must be JSON-serialisable numbers/strings (numpy scalars are
   converted); they are stored on every annotation (``score`` for MITOS agreement).
+* ``origin``: when the image is a part (a region) of ``source``, the level-0 pixel of
+  ``source`` at its top-left corner; ``reader``, ``width``, ``height``, ``points`` and
+  ``boxes`` are then those of the part. Several parts of one source may be given (each
+  ``(source, origin)`` once); ``None`` means the whole source.
 
 Writing
 -------
@@ -60,18 +65,20 @@ Output (``OUT``)
 ----------------
 * ``images/tiles/<source without suffix>_x<x0>_y<y0>.png``: every tile of every image
   (a tile covering the whole image is the whole-image PNG instead);
-* ``images/whole/<source without suffix>.png``: the images that are test images in at
-  least one fold;
+* ``images/whole/<source without suffix>.png`` (a part: ``..._x<X>_y<Y>.png``): the
+  images that are test images in at least one fold;
 * ``annotations/fold<k>/{train,val,test}.json``: tiles of the images of that split;
   ``file_name`` is relative to ``images/`` (``data_prefix=dict(img='images/')``); image
-  entries carry ``source``, ``x0``, ``y0``, ``width``, ``height`` (and ``mpp``, the
-  source's micrometres per pixel, when the converter knows it); annotations
+  entries carry ``source``, ``x0``, ``y0`` (the image's top-left pixel in ``source``,
+  level-0 pixels: a pixel ``(x, y)`` of the image is ``(x0 + x, y0 + y)`` of the
+  source), ``width``, ``height`` (and ``mpp``, the source's micrometres per pixel, when
+  the converter knows it); annotations
   ``bbox`` (clipped to the tile), ``category_id``, ``point`` (tile coordinates, when
   points were given) and the ``extra`` fields. A cell belongs to every tile containing
   its point (box centre without points);
-* ``annotations/fold<k>/test_whole.json``: whole test images (``x0 = y0 = 0``) with
-  ``tiles`` = ``[[x0, y0, w, h], ...]`` (the full tile grid) and annotations in
-  whole-image coordinates;
+* ``annotations/fold<k>/test_whole.json``: whole test images (``x0, y0`` = the origin,
+  ``0, 0`` for a whole source) with ``tiles`` = ``[[x, y, w, h], ...]`` (the full tile
+  grid, in pixels of the whole image's PNG) and annotations in its coordinates;
 * ``splits.json``: the :func:`~data_prep.splits.split_groups` result.
 
 ``drop_empty_tiles`` (TUPAC) leaves tiles without cells out of train/val/test json and
@@ -79,7 +86,7 @@ PNGs; ``test_whole.json`` still lists the full grid.
 """
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 from tqdm import tqdm
@@ -105,6 +112,7 @@ class SourceImage:
     boxes: Optional[Any] = None
     extra: dict = field(default_factory=dict)
     mpp: Optional[float] = None
+    origin: Optional[Tuple[int, int]] = None
 
     def __post_init__(self):
         path = PurePosixPath(self.source)
@@ -140,6 +148,12 @@ class SourceImage:
                 i = empty[0]
                 raise ValueError(f'{self.source}: box {i} {boxes[i].tolist()} has no area '
                                  f'inside the {self.width}x{self.height} image')
+        if self.origin is not None:
+            x, y = (int(v) for v in self.origin)
+            if x < 0 or y < 0:
+                raise ValueError(f'{self.source}: origin {tuple(self.origin)} must be '
+                                 'non-negative level-0 pixels')
+            self.origin = (x, y)
         if self.mpp is not None and not float(self.mpp) > 0:
             raise ValueError(f'{self.source}: mpp (micrometres per pixel) must be '
                              f'positive, got {self.mpp!r}')
@@ -260,9 +274,11 @@ def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size
     with AtomicOutput(out_dir, overwrite=overwrite, protect=[src]) as tmp:
         for image in tqdm(images, total=total, desc='images', unit='img',
                           disable=not progress):
-            if image.source in seen:
-                raise ValueError(f'source {image.source!r} is given twice')
-            seen.add(image.source)
+            key = (image.source, image.origin)
+            if key in seen:
+                where = '' if image.origin is None else f' at origin {image.origin}'
+                raise ValueError(f'source {image.source!r}{where} is given twice')
+            seen.add(key)
             if image.group not in assignment:
                 raise ValueError(f'{image.source}: group {image.group!r} is not in the '
                                  'splits (compute split_groups over all image groups)')
@@ -290,7 +306,9 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
                  drop_empty_tiles, counts):
     """Write the tiles (and whole PNG of a test image) of one image; fill the builders."""
     stem = str(PurePosixPath(image.source).with_suffix(''))
-    whole_name = f'whole/{stem}.png'
+    ox, oy = image.origin or (0, 0)
+    whole_name = f'whole/{stem}.png' if image.origin is None else \
+        f'whole/{stem}_x{ox}_y{oy}.png'
     boxes = image.cell_boxes(box_size)
     grid = tile_grid(image.width, image.height, tile, overlap)
     counts['images'] += 1
@@ -305,7 +323,7 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
         if (x0, y0, w, h) == (0, 0, image.width, image.height):
             file_name = whole_name
         else:
-            file_name = f'tiles/{stem}_x{x0}_y{y0}.png'
+            file_name = f'tiles/{stem}_x{ox + x0}_y{oy + y0}.png'
             write_image_atomic(Path(root) / 'images' / file_name,
                                image.reader.read_region(x0, y0, w, h))
             counts['tile_images'] += 1
@@ -320,9 +338,10 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
 
 def _add(builder, image, file_name, tile, keep, points, boxes, **image_extra):
     x0, y0, w, h = tile
+    ox, oy = image.origin or (0, 0)
     if image.mpp is not None:
         image_extra['mpp'] = float(image.mpp)
-    image_id = builder.add_image(file_name, w, h, image.source, x0=x0, y0=y0,
+    image_id = builder.add_image(file_name, w, h, image.source, x0=ox + x0, y0=oy + y0,
                                  **image_extra)
     for j, i in enumerate(keep):
         builder.add_annotation(

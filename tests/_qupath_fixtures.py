@@ -1,5 +1,11 @@
-"""Generated QuPath exports, images and slides for tests (nothing is downloaded).
+"""QuPath exports, images and slides for tests (nothing is downloaded).
 
+* :data:`FORMS` (``tests/fixtures/qupath/``): one hand-written export per form QuPath
+  0.2-0.6 writes, from its format and parser (qupath-core ``io/GsonTools``,
+  ``io/QuPathTypeAdapters`` / ``io/PathObjectTypeAdapters``, ``io/ROITypeAdapters``,
+  ``objects/classes/PathClass``, ``regions/ImagePlane``); every form is drawn on a
+  :data:`FORM_SIZE` image. :func:`gzip_export` and :func:`zip_export` give the
+  ``.geojson.gz`` and ``.zip`` files of QuPath's compressed exports.
 * :func:`feature` builds one GeoJSON feature in one of the three QuPath styles
   (:data:`STYLES`) from a geometry of :func:`point`, :func:`multipoint`, :func:`rect` or
   :func:`multirect`; :func:`write_features` writes them as a FeatureCollection, a bare
@@ -9,12 +15,19 @@
 * :func:`write_pyramid_tiff` writes a tiled, zlib-compressed pyramidal TIFF that
   OpenSlide opens as a generic tiled slide (also usable by whole-slide inference tests).
 """
+import gzip
 import json
+import zipfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 import tifffile
+
+#: The hand-written exports, one per form.
+FORMS = Path(__file__).parent / 'fixtures' / 'qupath'
+#: ``(width, height)`` of the image every form is drawn on.
+FORM_SIZE = (400, 300)
 
 #: QuPath GeoJSON styles: 0.4/0.5 (objectType, classification color [r, g, b]), 0.3
 #: (object_type, classification colorRGB as a signed ARGB int) and 0.2 (the object type
@@ -84,6 +97,23 @@ def write_features(path, features, form='collection'):
                    single=lambda: features[0])[form]()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(content, indent=1))
+    return Path(path)
+
+
+def gzip_export(text_path, path):
+    """``path`` (``.geojson.gz``): the export ``text_path`` gzip-compressed, as QuPath's
+    *Compression: gzip* writes it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(gzip.compress(Path(text_path).read_bytes()))
+    return Path(path)
+
+
+def zip_export(text_path, path):
+    """``path`` (``.zip``) holding ``text_path`` as ``<stem>.geojson``, the entry name
+    QuPath's ``PathIO.exportObjectsAsGeoJSON`` gives a zip export."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(Path(path).stem + '.geojson', Path(text_path).read_text())
     return Path(path)
 
 

@@ -4,8 +4,9 @@ cohort, in one process or sharded over many (torchrun, Slurm), resumable.
 Usage::
 
     python tools/infer_slide.py CONFIG CHECKPOINT SLIDES --out OUT_DIR
-        [--target-mpp UM] [--level L] [--roi x,y,w,h] [--tile T] [--overlap O]
-        [--batch-size N] [--score-thr S] [--nms-iou IOU] [--device cpu|cuda]
+        [--target-mpp UM] [--level L] [--roi x,y,w,h] [--frame bounds|level0]
+        [--tile T] [--overlap O] [--batch-size N] [--score-thr S] [--nms-iou IOU]
+        [--device cpu|cuda]
         [--no-tissue-mask | --tissue-downsample D --tissue-saturation S
          --tissue-od OD --tissue-dilate PX] [--overwrite] [--no-progress]
         [--launcher none|pytorch|slurm] [--cfg-options k=v ...]
@@ -18,14 +19,17 @@ open through tifffile; small .png/.jpg through PIL), a directory of them or a .t
 of slide paths. For each slide OUT_DIR gets ``<stem>.geojson`` (QuPath detections: class
 name and colour of the config's metainfo, a ``score`` measurement; *File > Import
 objects from file*) and ``<stem>.csv`` (``x,y,class,score`` of the cell centres), both
-in level-0 pixels of the slide, and ``manifest.csv`` gets a row per slide (status, cells
-per class, tissue area, cells per mm^2, seconds, error). Each slide is read at the
-pyramid level closest to the model's training resolution (the checkpoint's
-``dataset_meta.mpp``, else the config's ``metainfo.mpp``; ``--target-mpp`` overrides)
-and resampled to it. A rerun skips the slides finished with the same settings
-(``--overwrite`` recomputes them); a slide that fails is recorded and the others go on.
-``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop`` settings. The
-pipeline: docs/slides.md.
+in QuPath's pixel coordinates of the whole slide, like ``--roi`` (level 0; on slides
+with ``openslide.bounds-*``, such as MIRAX, counted from the bounds' corner as QuPath
+does; ``--frame level0`` for a slide QuPath opened with Bio-Formats), and
+``manifest.csv`` gets a row per slide (status, cells per class, tissue area, cells per
+mm^2, seconds, error). Each slide is read at the pyramid level closest to the model's
+training resolution (the checkpoint's ``dataset_meta.mpp``, else the config's
+``metainfo.mpp``; ``--target-mpp`` overrides) and resampled to it. A rerun skips the
+slides finished with the same settings (``--overwrite`` recomputes them); a slide that
+fails (an unreadable file, an ``--roi`` outside QuPath's image, ...) is recorded and the
+others go on. ``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop``
+settings. The pipeline: docs/slides.md.
 
 Exit status: 0 when every slide is done, 3 when some failed (manifest.csv names them;
 process 0 only), 2 for bad input (``infer_slide.py: error: <message>``).
@@ -37,7 +41,7 @@ from pathlib import Path
 
 from mmengine.config import DictAction
 
-from mmdet_pu.apis.cohort import (CohortSettings, close_distributed, find_cohort,
+from mmdet_pu.apis.cohort import (FRAMES, CohortSettings, close_distributed, find_cohort,
                                   init_distributed, run_cohort)
 from mmdet_pu.apis.slide import init_slide_model, slide_defaults
 from mmdet_pu.apis.tissue import TissueMaskConfig
@@ -47,7 +51,7 @@ EXIT_FAILED = 3
 
 
 def parse_roi(text):
-    """``'x,y,w,h'`` -> a tuple of four ints (level-0 pixels)."""
+    """``'x,y,w,h'`` -> a tuple of four ints (QuPath's level-0 pixels)."""
     try:
         x, y, w, h = (int(v) for v in text.split(','))
     except ValueError:
@@ -97,7 +101,12 @@ def parse_args(argv=None):
                         help='pyramid level to read (default: the level closest to the '
                         'target resolution; 0 without one)')
     parser.add_argument('--roi', type=parse_roi,
-                        help='region x,y,w,h in level-0 pixels (default: whole slide)')
+                        help="region x,y,w,h in QuPath's pixel coordinates (level 0; "
+                        'default: whole slide)')
+    parser.add_argument('--frame', choices=FRAMES, default='bounds',
+                        help="QuPath's frame of --roi and the outputs: level 0 less "
+                        'openslide.bounds-x/y when the slide has them (default; QuPath\'s '
+                        'OpenSlide reader) or level 0 (QuPath opened it with Bio-Formats)')
     parser.add_argument('--tile', type=int_at_least(1),
                         help="tile side in pixels of the model's input (default: the "
                         "config's TiledTestLoop tile_size, else 512)")
@@ -167,7 +176,7 @@ def main(argv=None):
                           '--target-mpp to resample them')
         defaults = slide_defaults(model.cfg)
         settings = CohortSettings(
-            roi=args.roi, level=args.level, target_mpp=target_mpp,
+            roi=args.roi, frame=args.frame, level=args.level, target_mpp=target_mpp,
             tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
             batch_size=args.batch_size, score_thr=args.score_thr,
             nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,

@@ -3,7 +3,7 @@
 :func:`run_cohort` runs :func:`~mmdet_pu.apis.slide.infer_slide` on every slide of a
 cohort that is not finished yet and writes (docs/slides.md, "Cohorts")::
 
-    OUT/<stem>.geojson, OUT/<stem>.csv   per slide (write_slide_outputs)
+    OUT/<stem>.geojson, OUT/<stem>.csv   per slide (write_slide_outputs), QuPath's frame
     OUT/manifest.csv                     one row per slide: status, cells, density, ...
     OUT/.cohort/<stem>.json              the record of a slide this run finished
 
@@ -66,14 +66,24 @@ DIST_TIMEOUT = timedelta(days=7)
 PLAN_MASK_PIXELS = 2 ** 24
 #: Seconds between two refreshes of the cohort progress bar.
 PROGRESS_INTERVAL = 2.0
+#: QuPath's frames of ``roi`` and the outputs (:attr:`CohortSettings.frame`).
+FRAMES = ('bounds', 'level0')
 
 
 @dataclass(frozen=True)
 class CohortSettings:
     """The inference settings of every slide (the arguments of
     :func:`~mmdet_pu.apis.slide.infer_slide`). ``target_mpp`` is the resolution the
-    model sees (resolved: a number, or ``None`` to read ``level`` as it is)."""
+    model sees (resolved: a number, or ``None`` to read ``level`` as it is).
+
+    ``frame`` is QuPath's frame of ``roi`` and of the outputs
+    (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`): ``'bounds'``, level 0 less
+    the ``openslide.bounds-x/y`` of a slide that has them (QuPath's OpenSlide server),
+    or ``'level0'``, level 0 as it is (a slide QuPath opened with Bio-Formats or
+    ``--no-crop``); ``infer_slide``'s ``use_bounds``.
+    """
     roi: Optional[Tuple[int, int, int, int]] = None
+    frame: str = 'bounds'
     level: Optional[int] = None
     target_mpp: Optional[float] = None
     tile_size: int = 512
@@ -84,9 +94,21 @@ class CohortSettings:
     class_agnostic: bool = False
     tissue: Optional[TissueMaskConfig] = field(default_factory=TissueMaskConfig)
 
+    def __post_init__(self):
+        if self.frame not in FRAMES:
+            raise ValueError(f'frame must be one of {", ".join(FRAMES)}, got '
+                             f'{self.frame!r}')
+
+    @property
+    def use_bounds(self) -> bool:
+        """Whether QuPath's frame is the slide's OpenSlide bounds."""
+        return self.frame == 'bounds'
+
     def infer_kwargs(self) -> dict:
         """Keyword arguments of :func:`~mmdet_pu.apis.slide.infer_slide`."""
-        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+        kwargs = {key: getattr(self, key) for key in self.__dataclass_fields__
+                  if key != 'frame'}
+        return dict(kwargs, use_bounds=self.use_bounds)
 
     def as_dict(self) -> dict:
         """JSON-ready dict (the tissue settings as a dict or ``None``)."""
@@ -197,18 +219,21 @@ def check_names(slides: Sequence[Path]) -> None:
 
 
 def slide_weight(path, settings: CohortSettings) -> float:
-    """The pixels the model will see on a slide: its tissue area (the ROI's when the
-    tissue mask is off or too costly to measure: its read would exceed
-    :data:`PLAN_MASK_PIXELS`), scaled to the model's input resolution
-    (:func:`~mmdet_pu.apis.slide.plan_resolution`). A slide that cannot be read weighs 0
-    (it fails, with its message, when it runs).
+    """The pixels the model will see on a slide: its tissue area (the ROI's, in QuPath's
+    frame of ``settings.frame``, when the tissue mask is off or too costly to measure:
+    its read would exceed :data:`PLAN_MASK_PIXELS`), scaled to the model's input
+    resolution (:func:`~mmdet_pu.apis.slide.plan_resolution`). A slide that cannot be
+    read, or whose QuPath image does not hold the ROI, weighs 0 (it fails, with its
+    message, when it runs).
     """
     try:
         with open_slide(path) as reader, warnings.catch_warnings():
             warnings.simplefilter('ignore', ResolutionWarning)
-            roi = check_roi(settings.roi, reader.dimensions, path)
+            ox, oy, width, height = reader.qupath_frame(settings.use_bounds)
+            x, y, w, h = check_roi(settings.roi, (width, height), path)
+            roi = (x + ox, y + oy, w, h)  # level-0 pixels
             plan = plan_resolution(reader, settings.target_mpp, settings.level)
-            area = float(roi[2] * roi[3])
+            area = float(w * h)
             if settings.tissue is not None:
                 downsamples = reader.level_downsamples
                 read = max(d for d in downsamples
@@ -282,7 +307,8 @@ def _record(slide: Path, settings: dict, digest: str, result=None, error=None,
             cells=int(len(result.scores)), counts=result.counts(),
             tissue_px=round(result.tissue_area_px), tissue_mm2=result.tissue_area_mm2,
             cells_per_mm2=result.cells_per_mm2, mpp=result.mpp, level=result.level,
-            resample=result.resample, tiles_run=result.tiles_run)
+            resample=result.resample, tiles_run=result.tiles_run,
+            origin=list(result.origin))
     return record
 
 

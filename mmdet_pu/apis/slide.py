@@ -1,5 +1,5 @@
 """Whole-slide inference as a library call: reader -> tissue mask -> lazy tiles ->
-batched model -> merge -> detections in level-0 pixels (docs/slides.md).
+batched model -> merge -> detections in QuPath's level-0 pixels (docs/slides.md).
 
     model = init_slide_model('configs/pu/nucls_mpu.py', 'iter_2580.pth')
     result = infer_slide(model, 'slide.svs', roi=(20000, 8000, 4096, 4096))
@@ -14,10 +14,11 @@ model, so memory follows the batch, never the slide. Each batch goes through the
 ``test_step`` (its data preprocessor normalises and pads, as for the test images), the
 boxes above ``score_thr`` and centred in their tile's core (the tile less half the
 overlap along each edge shared with another tissue tile, as in ``TiledTestLoop``) are
-kept as compact arrays and shifted to level-0 pixels, and the duplicates of cells seen
-by overlapping tiles are removed with the tiled loop's class-wise NMS
+kept as compact arrays and shifted to level-0 pixels, the duplicates of cells seen by
+overlapping tiles are removed with the tiled loop's class-wise NMS
 (:func:`merge_tile_predictions`), applied region by region
-(:func:`merge_slide_detections`) so that the cost stays linear in the number of cells.
+(:func:`merge_slide_detections`) so that the cost stays linear in the number of cells,
+and the cells are counted from QuPath's origin (:meth:`SlideReader.qupath_frame`).
 
 Resolution (:func:`plan_resolution`): the model sees pixels of its training resolution,
 ``target_mpp`` micrometres per pixel (by default the model's ``dataset_meta['mpp']``, which
@@ -25,7 +26,9 @@ Resolution (:func:`plan_resolution`): the model sees pixels of its training reso
 level closest to it and each tile is resampled by ``level mpp / target_mpp`` (unless
 they agree within :data:`MPP_TOLERANCE`); ``tile_size`` and ``overlap`` are pixels of the
 training resolution. A slide without a resolution is read at level 0 as it is, with a
-:class:`ResolutionWarning`. Output coordinates are always level-0 pixels of the slide.
+:class:`ResolutionWarning`. ``roi`` and the output coordinates are always level-0 pixels
+of QuPath's frame (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`), whatever the
+level read.
 """
 import contextlib
 import csv
@@ -83,15 +86,17 @@ class InputFormat:
 class SlideResult:
     """Detections of one slide and what it took to get them.
 
-    ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in level-0 pixels of the whole
-    slide (the ROI offset included), sorted by descending ``scores`` (ties by ``y0``,
-    ``x0``, ``x1``, ``y1``, ``labels``: one order, however the slide was run); ``labels``
-    index ``classes`` (colours: ``palette``). ``roi`` is the level-0 region run,
-    ``megapixels`` the pixels of the tiles run (at ``level``), ``seconds`` the wall time
-    of the call and ``tissue_fraction`` the tissue share of the ROI before the mask's
-    dilation (``None`` without a mask). ``mpp`` is the slide's micrometres per level-0
-    pixel (``None``: unknown), ``target_mpp`` the resolution the model saw (``None``:
-    the level as it is) and ``resample`` the model pixels per pixel of ``level``.
+    ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in QuPath's frame of the whole
+    slide (level-0 pixels less ``origin``, QuPath's origin in level-0 pixels:
+    :meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`; the ROI offset included),
+    sorted by descending ``scores`` (ties by ``y0``, ``x0``, ``x1``, ``y1``, ``labels``:
+    one order, however the slide was run); ``labels`` index ``classes`` (colours:
+    ``palette``). ``roi`` is the region run, in the same frame, ``megapixels`` the pixels
+    of the tiles run (at ``level``), ``seconds`` the wall time of the call and
+    ``tissue_fraction`` the tissue share of the ROI before the mask's dilation (``None``
+    without a mask). ``mpp`` is the slide's micrometres per level-0 pixel (``None``:
+    unknown), ``target_mpp`` the resolution the model saw (``None``: the level as it is)
+    and ``resample`` the model pixels per pixel of ``level``.
     """
     path: Path
     bboxes: np.ndarray
@@ -106,6 +111,7 @@ class SlideResult:
     megapixels: float = 0.0
     seconds: float = 0.0
     tissue_fraction: Optional[float] = None
+    origin: Tuple[int, int] = (0, 0)
     mpp: Optional[float] = None
     target_mpp: Optional[float] = None
     resample: float = 1.0
@@ -131,7 +137,7 @@ class SlideResult:
 
     @property
     def centres(self) -> np.ndarray:
-        """``(N, 2)`` cell centres ``x, y`` in level-0 pixels."""
+        """``(N, 2)`` cell centres ``x, y``, in the frame of ``bboxes``."""
         return np.stack([(self.bboxes[:, 0] + self.bboxes[:, 2]) / 2,
                          (self.bboxes[:, 1] + self.bboxes[:, 3]) / 2], axis=1)
 
@@ -452,14 +458,15 @@ def _level_region(reader, roi, level):
 
 
 def check_roi(roi, dimensions, path):
-    """``roi`` as ints ``(x, y, w, h)`` inside the level-0 ``dimensions``; ``None``: all."""
+    """``roi`` as ints ``(x, y, w, h)`` inside the slide's ``dimensions`` (QuPath's
+    image size, level-0 pixels); ``None``: all."""
     width, height = dimensions
     if roi is None:
         return 0, 0, width, height
     x, y, w, h = (int(v) for v in roi)
     if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > width or y + h > height:
         raise ValueError(f'{path}: ROI x={x} y={y} w={w} h={h} is not inside the '
-                         f'{width}x{height} slide (level-0 pixels)')
+                         f'{width}x{height} slide (level-0 pixels, QuPath\'s frame)')
     return x, y, w, h
 
 
@@ -486,7 +493,7 @@ def infer_slide(model, slide, roi=None, level=None,
                 target_mpp: Union[float, str, None] = 'model', tile_size=512, overlap=64,
                 batch_size=8, score_thr=0.5, nms_iou=0.3, class_agnostic=False,
                 tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
-                progress=True) -> SlideResult:
+                progress=True, use_bounds=True) -> SlideResult:
     """Detect the cells of a slide region.
 
     Args:
@@ -494,7 +501,9 @@ def infer_slide(model, slide, roi=None, level=None,
             :func:`init_slide_model`); its ``cfg`` (if any) gives the
             :func:`input_format`.
         slide: a slide path or an open :class:`SlideReader` (left open).
-        roi: ``(x, y, w, h)`` in level-0 pixels; ``None`` for the whole slide.
+        roi: ``(x, y, w, h)`` in QuPath's frame (level-0 pixels; on a slide with
+            ``openslide.bounds-*`` counted from the bounds' corner); ``None`` for the
+            whole slide (QuPath's image).
         level: pyramid level to read; ``None``: the level closest to ``target_mpp``
             (level 0 without one). See :func:`plan_resolution`.
         target_mpp: micrometres per pixel the model sees (the training images'):
@@ -510,6 +519,9 @@ def infer_slide(model, slide, roi=None, level=None,
         tissue: tissue mask settings, ``None`` to run every tile.
         prefetch: batches the reader thread may read ahead.
         progress: show a tqdm progress bar (tiles/s).
+        use_bounds: QuPath's frame is the OpenSlide bounds (QuPath's OpenSlide server);
+            ``False`` for level 0 (a slide QuPath opened with Bio-Formats or
+            ``--no-crop``).
     """
     start_time = time.perf_counter()
     fmt = input_format(model.cfg) if getattr(model, 'cfg', None) is not None \
@@ -525,17 +537,19 @@ def infer_slide(model, slide, roi=None, level=None,
     with contextlib.ExitStack() as stack:
         reader = slide if isinstance(slide, SlideReader) \
             else stack.enter_context(open_slide(slide))
-        roi = check_roi(roi, reader.dimensions, reader.path)
+        ox, oy, frame_width, frame_height = reader.qupath_frame(use_bounds)
+        roi = check_roi(roi, (frame_width, frame_height), reader.path)
+        level0_roi = (roi[0] + ox, roi[1] + oy, roi[2], roi[3])
         plan = plan_resolution(reader, target_mpp, level)
         level = plan.level
         scale = reader.level_downsamples[level]
-        lx, ly, lw, lh = _level_region(reader, roi, level)
+        lx, ly, lw, lh = _level_region(reader, level0_roi, level)
         windows = [(lx + x, ly + y, w, h) for x, y, w, h in
                    tile_grid(lw, lh, *plan.tiling(tile_size, overlap))]
         total = len(windows)
         mask = None
         if tissue is not None:
-            mask = compute_tissue_mask(reader, roi, tissue)
+            mask = compute_tissue_mask(reader, level0_roi, tissue)
             windows = [(x, y, w, h) for x, y, w, h in windows
                        if mask.covers(x * scale, y * scale, (x + w) * scale,
                                       (y + h) * scale)]
@@ -568,6 +582,7 @@ def infer_slide(model, slide, roi=None, level=None,
         merged = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
                   np.zeros(0, np.int64))
     bboxes, scores, labels = merged
+    bboxes = bboxes - np.array([ox, oy, ox, oy], np.float32)  # level 0 -> QuPath's frame
     if len(labels) and labels.max() >= len(classes):
         raise ValueError(f'the model predicted label {labels.max()} but dataset_meta names '
                          f'{len(classes)} classes')
@@ -581,7 +596,7 @@ def infer_slide(model, slide, roi=None, level=None,
         megapixels=sum(w * h for _, _, w, h in windows) / 1e6,
         seconds=time.perf_counter() - start_time,
         tissue_fraction=None if mask is None else mask.tissue_fraction, mpp=plan.mpp,
-        target_mpp=plan.target_mpp, resample=plan.resample)
+        target_mpp=plan.target_mpp, resample=plan.resample, origin=(ox, oy))
 
 
 def _tile_sample(tensor, window):
@@ -593,7 +608,7 @@ def _tile_sample(tensor, window):
 
 
 def write_cells_csv(path, result: SlideResult):
-    """``x,y,class,score`` per cell (centres in level-0 pixels), written atomically."""
+    """``x,y,class,score`` per cell (centres in QuPath's frame), written atomically."""
     with atomic_open(path, 'w', newline='') as f:
         out = csv.writer(f)
         out.writerow(['x', 'y', 'class', 'score'])
@@ -603,7 +618,7 @@ def write_cells_csv(path, result: SlideResult):
 
 def write_slide_outputs(result: SlideResult, out_dir, stem=None) -> Tuple[Path, Path]:
     """Write ``<stem>.geojson`` (QuPath detections: class name and colour, a ``score``
-    measurement, level-0 pixels) and ``<stem>.csv`` (cell centres) to ``out_dir``.
+    measurement, QuPath's frame) and ``<stem>.csv`` (cell centres) to ``out_dir``.
 
     ``stem`` defaults to the slide's file name without its suffix. Both files are
     written atomically. Returns their paths.

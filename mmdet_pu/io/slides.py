@@ -19,6 +19,13 @@ region needs (except small PNG/JPEG images, which are decoded whole once):
 
 OpenSlide is imported when a slide is opened, never when the package is imported.
 Coordinates are pixels of the level being read, ``x`` = column, ``y`` = row.
+
+QuPath's frame (:meth:`SlideReader.qupath_frame`): QuPath's OpenSlide server crops a
+slide to the rectangle of its ``openslide.bounds-x``, ``-y``, ``-width``, ``-height``
+properties when all four are integers (MIRAX ``.mrxs`` and other formats with a scanned
+area smaller than level 0), so QuPath's pixel ``(0, 0)`` is level-0 pixel ``(bounds-x,
+bounds-y)`` and QuPath's image is ``bounds-width x bounds-height``. Every other slide,
+and a slide QuPath opened with ``--no-crop`` or with Bio-Formats, is the whole level 0.
 """
 import math
 from pathlib import Path
@@ -49,6 +56,17 @@ def _mean_mpp(mpp_x, mpp_y) -> Optional[float]:
     return sum(values) / 2
 
 
+def _bounds(properties) -> Optional[Tuple[int, int, int, int]]:
+    """``openslide.bounds-x, -y, -width, -height`` as ints, None unless all four are
+    integers (QuPath's rule) and the size is positive."""
+    try:
+        x, y, w, h = (int(properties[f'openslide.bounds-{key}'])
+                      for key in ('x', 'y', 'width', 'height'))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (x, y, w, h) if w > 0 and h > 0 else None
+
+
 class SlideReader:
     """Region reads of one slide.
 
@@ -59,6 +77,8 @@ class SlideReader:
         level_downsamples (tuple): level-0 pixels per pixel of every level.
         mpp (float or None): micrometres per level-0 pixel (the mean of x and y), None
             when the file does not say.
+        bounds (tuple or None): OpenSlide's ``openslide.bounds-*`` as level-0 ``(x, y,
+            width, height)``, None unless all four are integers.
     """
 
     path: Path
@@ -66,6 +86,7 @@ class SlideReader:
     level_dimensions: Tuple[Tuple[int, int], ...]
     level_downsamples: Tuple[float, ...]
     mpp: Optional[float] = None
+    bounds: Optional[Tuple[int, int, int, int]] = None
 
     @property
     def dimensions(self) -> Tuple[int, int]:
@@ -75,6 +96,18 @@ class SlideReader:
     @property
     def level_count(self) -> int:
         return len(self.level_dimensions)
+
+    def qupath_frame(self, use_bounds: bool = True) -> Tuple[int, int, int, int]:
+        """``(x, y, width, height)``: the level-0 rectangle QuPath shows as the image.
+
+        Its ``x, y`` is QuPath's origin in level-0 pixels (level-0 = QuPath + ``(x, y)``)
+        and ``width x height`` the image size QuPath reports: :attr:`bounds` when the
+        slide has them and ``use_bounds`` (QuPath's OpenSlide server; module doc), else
+        ``(0, 0)`` and level 0's size.
+        """
+        if use_bounds and self.bounds is not None:
+            return self.bounds
+        return (0, 0, *self.dimensions)
 
     def level_mpp(self, level: int) -> Optional[float]:
         """Micrometres per pixel of ``level`` (None when the slide has no resolution)."""
@@ -133,6 +166,7 @@ class OpenSlideReader(SlideReader):
         properties = getattr(slide, 'properties', {})
         self.mpp = _mean_mpp(properties.get('openslide.mpp-x'),
                              properties.get('openslide.mpp-y'))
+        self.bounds = _bounds(properties)
 
     def _read(self, level, x, y, w, h):
         # OpenSlide takes the top-left corner in level-0 pixels, the size in level pixels.

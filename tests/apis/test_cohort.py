@@ -2,6 +2,7 @@
 kill, failures recorded, the manifest."""
 import csv
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -19,9 +21,13 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmdet.registry import MODELS
+from mmdet_pu.apis import cohort as cohort_api
+from mmdet_pu.apis import slide as slide_api
 from mmdet_pu.apis.cohort import (MANIFEST, RECORDS, CohortSettings, find_cohort,
                                   read_record, run_cohort, shard_slides, slide_weight)
 from mmdet_pu.apis.tissue import TissueMaskConfig
+from mmdet_pu.io.qupath import read_geojson
+from mmdet_pu.io.slides import open_slide
 from tests._data import REPO
 from tests.apis._fixtures import BlobDetector, write_slide
 
@@ -328,3 +334,82 @@ def test_the_cohort_is_a_folder_a_file_or_a_list(tmp_path):
     shutil.copy(slides[0], tmp_path / 'manifest.tif')
     with pytest.raises(ValueError, match='called manifest would overwrite'):
         find_cohort(tmp_path / 'manifest.tif')
+
+
+# ------------------------------------------------------------ QuPath's frame --
+
+BOUNDS = (48, 16, 192, 224)  # openslide.bounds-x, -y, -width, -height (level 0)
+
+
+def open_with_bounds(path):
+    """A slide whose scanned area is :data:`BOUNDS` (as on a MIRAX scan)."""
+    reader = open_slide(path)
+    reader.bounds = BOUNDS
+    return reader
+
+
+def run_rank(rank, port, slides, out, settings):
+    """One process of a two-process cohort run (gloo)."""
+    torch.distributed.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}',
+                                         rank=rank, world_size=2)
+    try:
+        run_cohort(BlobDetector(mpp=0.5), slides, out, settings, progress=False)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def cell_boxes(out, slide, offset=(0, 0)):
+    return sorted(cell.box for cell in
+                  read_geojson(out / f'{slide.stem}.geojson', offset=offset).cells)
+
+
+def test_roi_and_outputs_are_in_qupaths_frame_whatever_the_processes(tmp_path,
+                                                                     monkeypatch):
+    """On slides with OpenSlide bounds, ``roi`` and the cells are counted from the
+    bounds' corner (QuPath's origin): the cells equal those of the same level-0 region
+    run in the level-0 frame, shifted by the origin, byte-identically for 1 and 2
+    processes; the frame is a setting of the fingerprint."""
+    for module in (cohort_api, slide_api):
+        monkeypatch.setattr(module, 'open_slide', open_with_bounds)
+    slides = blob_slides(tmp_path / 'slides')
+    ox, oy = BOUNDS[:2]
+    roi = (16, 16, 160, 192)  # level 0: (64, 32, 160, 192)
+    settings = CohortSettings(roi=roi, tile_size=128, overlap=32)
+    assert slide_weight(slides[0], replace(settings, tissue=None)) == 160 * 192
+    one, two = tmp_path / 'one', tmp_path / 'two'
+    summary = run_cohort(BlobDetector(mpp=0.5), slides, one, settings, progress=False)
+    assert summary.done == ['s1.tif', 's2.tif', 's3.tif']
+    assert read_record(one, slides[0])['origin'] == [ox, oy]
+    bounded = {slide: cell_boxes(one, slide) for slide in slides}
+    for boxes in bounded.values():
+        assert boxes and all(16 <= (x0 + x1) / 2 <= 176 and 16 <= (y0 + y1) / 2 <= 208
+                             for x0, y0, x1, y1 in boxes)
+
+    port = free_port()
+    processes = [multiprocessing.get_context('fork').Process(
+        target=run_rank, args=(rank, port, slides, two, settings)) for rank in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(120)
+    assert [process.exitcode for process in processes] == [0, 0]
+    assert outputs(two) == outputs(one)  # byte-identical
+
+    level0 = replace(settings, roi=(roi[0] + ox, roi[1] + oy, *roi[2:]), frame='level0')
+    with pytest.warns(UserWarning, match=r"frame: 'bounds' -> 'level0'"):
+        summary = run_cohort(BlobDetector(mpp=0.5), slides, one, level0, progress=False)
+    assert summary.run == ['s1.tif', 's2.tif', 's3.tif']
+    assert read_record(one, slides[0])['origin'] == [0, 0]
+    for slide, boxes in bounded.items():
+        assert cell_boxes(one, slide) == [(x0 + ox, y0 + oy, x1 + ox, y1 + oy)
+                                          for x0, y0, x1, y1 in boxes]
+
+    # an ROI inside level 0 but not inside QuPath's 192 x 224 image
+    outside = replace(settings, roi=(100, 0, 120, 100))
+    assert slide_weight(slides[0], outside) == 0.0
+    summary = run_cohort(BlobDetector(mpp=0.5), slides[:1], tmp_path / 'bad', outside,
+                         progress=False)
+    assert summary.failed == ['s1.tif']
+    assert 'is not inside the 192x224 slide' in manifest(tmp_path / 'bad')['s1.tif']['error']
+    with pytest.raises(ValueError, match='frame must be one of bounds, level0'):
+        CohortSettings(frame='bioformats')

@@ -17,6 +17,7 @@ from mmengine.config import Config
 from mmengine.structures import InstanceData
 from PIL import Image
 
+from mmdet_pu.apis.cohort import read_record
 from mmdet_pu.apis.slide import (ResolutionPlan, ResolutionWarning, check_roi, infer_slide,
                                  input_format, merge_slide_detections, plan_resolution,
                                  slide_defaults, training_mpp, write_slide_outputs)
@@ -357,7 +358,9 @@ def test_command_line_refuses_bad_input_before_the_model_loads(tmp_path):
                              ([str(tmp_path / 'a.tif'), '--target-mpp', '0'],
                               'expected a number > 0'),
                              ([str(tmp_path / 'a.tif'), '--roi', '1,2,0,4'],
-                              'expected x, y >= 0 and w, h > 0')]:
+                              'expected x, y >= 0 and w, h > 0'),
+                             ([str(tmp_path / 'a.tif'), '--frame', 'bioformats'],
+                              "invalid choice: 'bioformats'")]:
         proc = subprocess.run(
             [sys.executable, 'tools/infer_slide.py', 'c.py', 'x.pth', *options, '--out',
              str(tmp_path / 'o')], cwd=REPO, capture_output=True, text=True,
@@ -403,7 +406,7 @@ def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
     out = run_tool('tools/infer_slide.py', 'configs/custom/custom_pu.py',
                    tmp_path / 'work' / 'iter_2.pth', tmp_path / 'slides',
                    '--out', tmp_path / 'out', '--roi', '16,8,500,400', '--score-thr', '0',
-                   '--batch-size', '4', '--device', 'cpu')
+                   '--batch-size', '4', '--device', 'cpu', '--frame', 'level0')
     summary = re.search(r'case1.tif: (\d+) cells \(cell (\d+)\); level 0; tiles (\d+) run, '
                         r'(\d+) skipped', out)
     assert summary, out
@@ -411,6 +414,8 @@ def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
     # 256 px tiles (the config's TiledTestLoop), overlap 64: 3 x 2 windows, each with
     # some tissue (x < 320, dilated); 2 iterations give low scores, but boxes
     assert (run, skipped) == (6, 0) and cells > 0
+    record = read_record(tmp_path / 'out', tmp_path / 'slides' / 'case1.tif')
+    assert record['settings']['frame'] == 'level0' and record['origin'] == [0, 0]
 
     qupath = read_geojson(tmp_path / 'out' / 'case1.geojson')
     with open(tmp_path / 'out' / 'case1.csv', newline='') as f:
@@ -434,6 +439,56 @@ def test_slide_resolution_comes_from_openslide_properties(tmp_path):
     assert OpenSlideReader(Slide(), tmp_path / 's.svs').mpp == pytest.approx(0.26)
     Slide.properties = {'openslide.mpp-x': '0.25'}
     assert OpenSlideReader(Slide(), tmp_path / 's.svs').mpp is None
+
+
+def test_qupath_frame_of_a_slide_with_bounds(pyramid, tmp_path):
+    """A slide with ``openslide.bounds-*`` (MIRAX): QuPath's OpenSlide server shows only
+    the bounds, with its origin at their corner, so ``roi`` and every output are counted
+    from there; the GeoJSON re-imported with that offset gives the level-0 cells."""
+    import openslide
+
+    class BoundedSlide:
+        def __init__(self, slide, bounds):
+            self._slide, self.level_dimensions = slide, slide.level_dimensions
+            self.level_downsamples = slide.level_downsamples
+            self.properties = {f'openslide.bounds-{k}': str(v) for k, v in
+                               zip(('x', 'y', 'width', 'height'), bounds)}
+
+        def read_region(self, *args):
+            return self._slide.read_region(*args)
+
+        def close(self):
+            self._slide.close()
+
+    bounds = (64, 32, 512, 440)
+    reader = OpenSlideReader(BoundedSlide(openslide.OpenSlide(str(pyramid)), bounds), pyramid)
+    assert reader.qupath_frame() == bounds
+    assert reader.qupath_frame(use_bounds=False) == (0, 0, 640, 480)
+    with reader:
+        whole = infer_slide(BlobDetector(), reader, tile_size=128, overlap=32, tissue=None,
+                            progress=False)
+        assert whole.origin == (64, 32) and whole.roi == (0, 0, 512, 440)
+        assert np.allclose(sorted(whole.bboxes.tolist()),
+                           cell_boxes((-64, -32), CELLS[1:]), atol=1)  # (20, 20) is outside
+        result = infer_slide(BlobDetector(), reader, roi=(0, 0, 120, 120), tile_size=128,
+                             overlap=32, tissue=None, progress=False)
+        level0 = infer_slide(BlobDetector(), reader, roi=(64, 32, 120, 120), tile_size=128,
+                             overlap=32, tissue=None, progress=False, use_bounds=False)
+        with pytest.raises(ValueError, match=r'ROI x=500 y=0 w=20 h=10 is not inside the '
+                                             r'512x440 slide'):
+            infer_slide(BlobDetector(), reader, roi=(500, 0, 20, 10), progress=False)
+    assert np.allclose(sorted(result.bboxes.tolist()), cell_boxes((-64, -32), CELLS[1:4:2]),
+                       atol=1)
+    assert np.allclose(sorted(level0.bboxes.tolist()), cell_boxes((0, 0), CELLS[1:4:2]),
+                       atol=1)
+    geojson, table = write_slide_outputs(result, tmp_path / 'out')
+    qupath = read_geojson(geojson, offset=(64, 32))
+    assert np.allclose(sorted(list(c.box) for c in qupath.cells), cell_boxes((0, 0), CELLS[1:4:2]),
+                       atol=1)
+    with open(table, newline='') as f:
+        centres = sorted((float(r['x']), float(r['y'])) for r in csv.DictReader(f))
+    assert np.allclose(centres, sorted((x + 8 - 64, y + 8 - 32) for x, y in CELLS[1:4:2]),
+                       atol=1)
 
 
 # -------------------------------------------------------------------- resolution --

@@ -1,13 +1,15 @@
-"""``prepare.py qupath``: QuPath GeoJSON / CSV of user images and slides -> COCO layout.
+"""``prepare.py qupath``: QuPath exports / CSV of user images and slides -> COCO layout.
 
 The raw fixture mixes the three QuPath styles, PNG images, a pyramidal tiled TIFF read as
 a slide, regions (one with a hole, one ``Region*``), points, detections, cells with a
 nucleus, a classified annotation polygon, a line, cells outside every region and an
-image without an export. Widths differ from heights everywhere.
+image without an export. Widths differ from heights everywhere. ``test_every_form_*``
+imports one hand-written export of each form QuPath writes (tests/fixtures/qupath/).
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,17 +20,22 @@ import tifffile
 from mmengine.config import Config
 
 from data_prep import qupath
-from data_prep.qupath import SlideRegions, open_reader, region_crops
+from data_prep.qupath import (SlideRegions, match_exports, open_reader, qupath_stem,
+                              region_crops)
 from mmdet_pu.io.qupath import Region
+from mmdet_pu.io.slides import OpenSlideReader
 from tests._data import REPO
-from tests._qupath_fixtures import (feature, multipoint, noise_image, paint_cells, point,
-                                    rect, write_features, write_png, write_pyramid_tiff)
+from tests._qupath_fixtures import (FORM_SIZE, FORMS, feature, gzip_export, multipoint,
+                                    noise_image, paint_cells, point, rect, write_features,
+                                    write_png, write_pyramid_tiff, zip_export)
 from tests.data_prep.raw_fixtures import (config_datasets, load_coco, read_png, run_prepare,
                                           tree_state)
 
 TUMOR, LYMPHO, STROMA = (200, 0, 0), (0, 0, 230), (0, 160, 0)
 COLORS = dict(tumor=TUMOR, lymphocyte=LYMPHO, stroma=STROMA)
-REGION_SOURCE = re.compile(r'(.*)_region\d+_x(\d+)_y(\d+)(\.\w+)$')
+SPLITS = ('train', 'val', 'test')
+UNCLASSIFIED = 'skipped: unclassified (other cells are classified; --unclassified-class ' \
+    'NAME keeps them)'
 
 
 def cell(geometry, name, object_type='annotation', style='0.4', **kwargs):
@@ -90,29 +97,29 @@ def make_raw(root):
     return pixels, kept
 
 
-def crop_of(source):
-    """``(raw image source, x, y)`` of a written source (a region crop or an image)."""
-    match = REGION_SOURCE.fullmatch(source)
-    if match is None:
-        return source, 0, 0
-    return match.group(1) + match.group(4), int(match.group(2)), int(match.group(3))
+def entries(out, splits=SPLITS + ('test_whole', )):
+    """Every written image entry."""
+    images = []
+    for split in splits:
+        images += load_coco(out, split)[0].values()
+    return images
 
 
-def written_cells(out, classes, splits=('train', 'val', 'test')):
-    """``{(raw source, class, x, y)}`` of every written annotation, in image pixels."""
+def written_cells(out, classes, splits=SPLITS):
+    """``{(source, class, x, y)}`` of every written annotation, located in its raw image
+    by the entry's ``source`` and ``x0``, ``y0`` alone."""
     cells = set()
     for split in splits:
         images, anns, _ = load_coco(out, split)
         for ann in anns:
             image = images[ann['image_id']]
-            source, x, y = crop_of(image['source'])
             if 'point' in ann:
                 px, py = ann['point']
             else:
                 bx, by, bw, bh = ann['bbox']
                 px, py = bx + bw / 2, by + bh / 2
-            cells.add((source, classes[ann['category_id'] - 1],
-                       round(x + image['x0'] + px, 3), round(y + image['y0'] + py, 3)))
+            cells.add((image['source'], classes[ann['category_id'] - 1],
+                       round(image['x0'] + px, 3), round(image['y0'] + py, 3)))
     return cells
 
 
@@ -142,51 +149,71 @@ def test_cells_classes_and_colours(converted):
     assert summary['colors'] == {name: list(COLORS[name]) for name in classes}
     raw = summary['raw']
     assert raw['per_class'] == dict(lymphocyte=3, stroma=2, tumor=9)
-    assert {k: raw[k] for k in ('images', 'groups', 'regions', 'crops', 'cells_read',
-                                'other_class', 'unclassified', 'outside_regions',
-                                'dropped_outside_regions', 'images_without_geojson',
-                                'ignored_features')} == dict(
-        images=6, groups=6, regions=3, crops=7, cells_read=16, other_class=0,
-        unclassified=0, outside_regions=3, dropped_outside_regions=2,
-        images_without_geojson=1, ignored_features=1)
+    assert {k: v for k, v in raw.items() if k != 'per_class'} == dict(
+        images=6, groups=6, regions=3, derived_regions=0, ignored_areas=0, crops=7,
+        cells_read=16, cells_written=14, other_class=0, unclassified=0, inside_ignored=0,
+        outside_regions=1, dropped_outside_regions=2, skipped_features=1,
+        images_without_export=1, unused_files=0)
 
 
-def test_only_regions_are_written_as_crops(converted):
+def test_regions_are_written_with_the_raw_source_and_its_offsets(converted):
+    """Provenance: every entry's ``source`` is the raw image and ``x0``, ``y0`` its
+    level-0 position there, whether the image is whole or a region crop."""
     out, _, pixels, _ = converted
-    entries = []
-    for split in ('train', 'val', 'test', 'test_whole'):
-        entries += load_coco(out, split)[0].values()
-    sources = {image['source'] for image in entries}
-    assert sources == {'A/a1_region1_x20_y10.png', 'A/a1_region2_x170_y100.png',
-                       'A/a2.png', 'B/b1_region1_x50_y50.tif', 'C/c1.png', 'D/d1.png',
-                       'E/e1.png'}
-    crop_sizes = {'A/a1_region1_x20_y10.png': (130, 110),
-                  'A/a1_region2_x170_y100.png': (130, 130), 'B/b1_region1_x50_y50.tif':
-                  (400, 300)}
-    for image in entries:
-        source, x, y = crop_of(image['source'])
-        width, height = crop_sizes.get(image['source'], pixels[source].shape[1::-1])
+    images = entries(out)
+    assert {image['source'] for image in images} == {
+        'A/a1.png', 'A/a2.png', 'B/b1.tif', 'C/c1.png', 'D/d1.png', 'E/e1.png'}
+    for image in images:
         x0, y0, w, h = image['x0'], image['y0'], image['width'], image['height']
-        assert x0 + w <= width and y0 + h <= height  # inside the crop
-        expected = pixels[source][y + y0:y + y0 + h, x + x0:x + x0 + w]
-        assert np.array_equal(read_png(out, image['file_name']), expected), image
-    b1_tiles = {(im['x0'], im['y0']) for im in entries
-                if im['source'].startswith('B/') and 'tiles' not in im}
-    assert b1_tiles == {(0, 0), (144, 0), (0, 44), (144, 44)}  # 256 px grid of the crop
+        raw = pixels[image['source']]
+        assert x0 + w <= raw.shape[1] and y0 + h <= raw.shape[0]
+        assert np.array_equal(read_png(out, image['file_name']), raw[y0:y0 + h, x0:x0 + w])
+        assert 'mpp' not in image  # neither PNGs nor these TIFFs give a resolution
+    crops = {(im['x0'], im['y0'], im['width'], im['height']) for im in images
+             if 'tiles' in im or im['file_name'].startswith('whole/')}
+    assert {(20, 10, 130, 110), (170, 100, 130, 130), (50, 50, 400, 300)} <= crops | {
+        (im['x0'], im['y0'], 400, 300) for im in images if im['source'] == 'B/b1.tif'}
+    b1_tiles = {(im['x0'], im['y0']) for im in images
+                if im['source'] == 'B/b1.tif' and 'tiles' not in im}
+    assert b1_tiles == {(50, 50), (194, 50), (50, 94), (194, 94)}  # 256 px grid of the crop
+    names = {im['file_name'] for im in images if im['source'] == 'A/a1.png'}
+    assert all(re.fullmatch(r'(tiles|whole)/A/a1_x\d+_y\d+\.png', n) for n in names)
 
 
 def test_points_written_where_every_cell_of_a_crop_is_a_point(converted):
     out = converted[0]
     has_point = {}
-    for split in ('train', 'val', 'test'):
+    for split in SPLITS:
         images, anns, _ = load_coco(out, split)
         for ann in anns:
-            has_point.setdefault(images[ann['image_id']]['source'], set()).add(
-                'point' in ann)
-    assert has_point['A/a1_region1_x20_y10.png'] == {False}  # a detection among points
-    assert has_point['A/a1_region2_x170_y100.png'] == {True}
-    assert has_point['A/a2.png'] == {False}
-    assert has_point['B/b1_region1_x50_y50.tif'] == {True}
+            image = images[ann['image_id']]
+            crop = (image['source'], image['x0'] >= 170 if image['source'] == 'A/a1.png'
+                    else None)
+            has_point.setdefault(crop, set()).add('point' in ann)
+    assert has_point[('A/a1.png', False)] == {False}  # a detection among points
+    assert has_point[('A/a1.png', True)] == {True}
+    assert has_point[('A/a2.png', None)] == {False}
+    assert has_point[('B/b1.tif', None)] == {True}
+
+
+def test_report_accounts_for_every_feature(converted):
+    out, summary, _, _ = converted
+    report = json.loads((out / qupath.REPORT_FILE).read_text())
+    assert report == json.loads(json.dumps(summary['report']))
+    files = {entry['file']: entry for entry in report['files']}
+    a1 = files['A/a1.geojson']
+    assert a1['features'] == dict(annotation=7, detection=1)
+    assert a1['objects'] == dict(
+        annotation={'cell: lymphocyte': 1, 'cell: tumor': 3, 'region': 2,
+                    'skipped: line (ruler)': 1, 'skipped: outside every region': 1},
+        detection={'cell: lymphocyte': 1})
+    assert (a1['image'], a1['regions'], a1['crops'], a1['outside_regions']) == \
+        ('A/a1.png', 2, 2, 1)
+    assert a1['frame'] == [0, 0, 320, 240] and a1['mpp'] is None
+    assert files['B/b1.geojson']['objects'] == dict(annotation={
+        'cell: tumor': 2, 'region': 1, 'skipped: outside every region': 1})
+    assert report['totals']['annotation']['cell: tumor'] == 8
+    assert report['images_without_export'] == 1
 
 
 def test_classes_select_order_and_drop(raw, tmp_path):
@@ -207,9 +234,9 @@ def test_group_regex_keeps_a_slide_in_one_split(raw, tmp_path):
     splits = json.loads((out / 'splits.json').read_text())
     assert sorted(splits['assignment']) == ['A', 'B', 'C', 'D', 'E']
     split_of = {}
-    for split in ('train', 'val', 'test'):
+    for split in SPLITS:
         for image in load_coco(out, split)[0].values():
-            split_of.setdefault(crop_of(image['source'])[0][0], set()).add(split)
+            split_of.setdefault(image['source'][0], set()).add(split)
     assert split_of['A'] == set(splits['assignment']['A'])
     assert all(len(s) == 1 for s in split_of.values())
 
@@ -224,9 +251,11 @@ def test_csv_points_and_the_custom_dataset_config(raw, tmp_path):
     out = tmp_path / 'out'
     summary = run_prepare('qupath', root, out, '--csv', csv_path, '--box-size', 10)
     assert written_cells(out, ['cell']) == {(s, 'cell', x, y) for s, x, y in rows}
-    assert summary['raw']['unclassified'] == 6 and summary['raw']['regions'] == 0
+    assert summary['raw']['regions'] == 0 and summary['raw']['unclassified'] == 0
+    assert summary['report']['totals'] == {'csv row': {'cell: cell': 6}}
     images = load_coco(out, 'train')[0].values()
-    assert all(crop_of(im['source'])[1:] == (0, 0) for im in images)  # whole images
+    assert all(not re.search(r'_x\d+_y\d+\.png$', im['file_name']) for im in images
+               if im['file_name'].startswith('whole/'))  # whole images keep their names
     cfg, datasets = config_datasets('custom', out)
     assert cfg.metainfo['classes'] == ('cell', )
     assert sum(len(datasets[s]) for s in ('train', 'val')) > 0
@@ -274,6 +303,352 @@ test_dataloader = dict(dataset=dict(metainfo=metainfo))
 """
 
 
+# ------------------------------------------------------------ every form QuPath writes
+
+#: What becomes of each object of each form (tests/fixtures/qupath/), by object type.
+FORM_OUTCOMES = {
+    'qupath05.geojson': dict(annotation={'region': 1, 'cell: Tumor': 1},
+                             detection={'cell: Lymphocyte': 1}, cell={'cell: Tumor': 1}),
+    'qupath03.geojson': dict(annotation={'region': 1, 'cell: Tumor': 1},
+                             detection={'cell: Stroma': 1},
+                             tmaCore={'skipped: TMA core': 1}),
+    'qupath02.geojson': dict(annotation={'region': 1}, cell={'cell: Tumor: Positive': 1},
+                             detection={'cell: Stroma: Positive': 1}),
+    'type_alias.geojson': dict(detection={'cell: Tumor': 1}, annotation={'cell: Tumor': 1}),
+    'hierarchy.geojson': dict(root={'skipped: root object': 1},
+                              tmaCore={'skipped: TMA core': 1}, tile={'skipped: tile': 1},
+                              annotation={'region': 1},
+                              detection={'cell: Tumor': 1,
+                                         'skipped: outside every region': 1}),
+    'classifications.geojson': dict(annotation={
+        'cell: Tumor: Positive': 1, UNCLASSIFIED: 2, 'cell: Tumor: Negative': 1,
+        'cell: Immune cells': 1, 'cell: Necrosis': 1}),
+    'geometries.geojson': dict(annotation={
+        'cell: Lymphocyte': 3, 'skipped: line (ruler)': 2, 'region': 2, 'cell: Tumor': 3,
+        'skipped: empty geometry': 1}, detection={'cell: Tumor': 1}),
+    'ignored.geojson': dict(annotation={
+        'region': 1, 'ignored area': 1, 'skipped: inside an ignored area': 1,
+        'cell: Tumor': 1, UNCLASSIFIED: 2, "skipped: ignored class 'Ignore*'": 1,
+        'skipped: outside every region': 1},
+        detection={"skipped: ignored class 'Artefact*'": 1}),
+    'planes.geojson': dict(annotation={
+        'cell: Tumor': 1, 'skipped: on plane z=1,t=0 (not the chosen z=0,t=0)': 2}),
+    'bare_list.json': dict(annotation={'cell: Tumor': 1, 'region': 1}),
+    'single_feature.geojson': dict(annotation={'cell: Tumor': 2}),
+    'bare_geometry.geojson': dict(annotation={UNCLASSIFIED: 2}),
+    'compressed.geojson.gz': dict(annotation={'cell: Tumor': 1}),
+    'archived.zip': dict(annotation={'region': 1, 'cell: Lymphocyte': 1}),
+    'stem_rule.geojson': dict(annotation={'cell: Tumor': 1}),
+}
+#: Points beyond the first of each multi-point (a multi-point counts one object a point).
+EXTRA_POINTS = {'geometries.geojson': 3, 'ignored.geojson': 1, 'single_feature.geojson': 1,
+                'bare_geometry.geojson': 1}
+
+
+def make_forms(root):
+    """One image per form, named as QuPath names the export's image; returns its pixels."""
+    rng = np.random.default_rng(5)
+    width, height = FORM_SIZE
+    pixels = {}
+    for path in sorted(FORMS.iterdir()):
+        stem = path.name.split('.')[0]
+        pixels[stem] = noise_image(rng, height, width)
+        if stem == 'stem_rule':  # x.ome.tif -> x.geojson
+            write_pyramid_tiff(root / 'stem_rule.ome.tif', pixels[stem], levels=2, tile=128)
+        else:
+            write_png(root / f'{stem}.png', pixels[stem])
+        if stem == 'compressed':
+            gzip_export(path, root / 'compressed.geojson.gz')
+        elif stem == 'archived':
+            zip_export(path, root / 'archived.zip')
+        else:
+            shutil.copy(path, root / path.name)
+    (root / 'project' / 'data' / '1').mkdir(parents=True)
+    (root / 'project' / 'data' / '1' / 'server.json').write_text('{}')  # not an export
+    return pixels
+
+
+def test_every_form_imports_and_the_report_accounts_for_every_feature(tmp_path):
+    """A folder with one export of each form QuPath 0.2-0.6 writes imports with exit
+    status 0; the report (printed and ``qupath_report.json``) gives every object's fate."""
+    src, out = tmp_path / 'src', tmp_path / 'out'
+    src.mkdir()
+    pixels = make_forms(src)
+    result = subprocess.run(
+        [sys.executable, 'data_prep/prepare.py', 'qupath', '--src', str(src), '--out',
+         str(out), '--plane', '0,0', '--box-size', '8', '--no-progress'],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1'))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / qupath.REPORT_FILE).read_text())
+    files = {entry['file']: entry for entry in report['files']}
+    assert sorted(files) == sorted(FORM_OUTCOMES)
+    for name, expected in FORM_OUTCOMES.items():
+        entry = files[name]
+        assert entry['objects'] == {k: dict(sorted(v.items())) for k, v in expected.items()}, \
+            name
+        objects = sum(n for counts in entry['objects'].values() for n in counts.values())
+        assert objects == sum(entry['features'].values()) + EXTRA_POINTS.get(name, 0), name
+        assert f'{name} -> ' in result.stdout
+    assert files['stem_rule.geojson']['image'] == 'stem_rule.ome.tif'
+    assert files['type_alias.geojson']['notes'] == [
+        "type_alias.geojson feature 1: unknown object type 'measurementPoint' read as an "
+        'annotation, as QuPath does']
+    assert report['unused_files'] == ['project/data/1/server.json']
+    assert report['classes'] == ['Immune cells', 'Lymphocyte', 'Necrosis', 'Stroma',
+                                 'Stroma: Positive', 'Tumor', 'Tumor: Negative',
+                                 'Tumor: Positive']
+    assert report['colors']['Necrosis'] == [50, 50, 50]
+    # ignored areas are painted white (glass) in every image written, nothing else is
+    for image in entries(out):
+        stem = image['source'].split('.')[0]
+        x0, y0, w, h = image['x0'], image['y0'], image['width'], image['height']
+        expected = pixels[stem][y0:y0 + h, x0:x0 + w].copy()
+        if stem == 'ignored':
+            expected[max(0, 40 - y0):max(0, 140 - y0), max(0, 40 - x0):max(0, 140 - x0)] = 255
+        assert np.array_equal(read_png(out, image['file_name']), expected), image
+
+
+@pytest.mark.parametrize('name, image, matches', [
+    ('x.geojson', 'x.ome.tif', True), ('x.ome.geojson', 'x.ome.tif', True),
+    ('x.geojson.gz', 'x.png', True), ('x.JSON', 'x.png', True), ('x.zip', 'x.svs', True),
+    ('a.b.geojson', 'a.b.png', True), ('x.svs.geojson', 'x.svs', True),
+    ('a.json', 'a.b.png', False)])
+def test_exports_match_images_by_quPaths_stem_rule(tmp_path, name, image, matches):
+    """``GeneralTools.stripExtension``: ``.ome.tif(f)`` is stripped whole."""
+    for file_name in (name, image):
+        (tmp_path / file_name).touch()
+    exports, unused = match_exports(tmp_path, {image: tmp_path / image})
+    assert (exports == {tmp_path / name: image}) is matches
+    assert unused == ([] if matches else [name])
+    assert qupath_stem('s.OME.TIFF') == 's' and qupath_stem('a.b.svs') == 'a.b'
+    assert qupath_stem('noext') == 'noext' and qupath_stem('t.tar.gz') == 't'
+
+
+@pytest.mark.parametrize('names, message', [
+    (['x.png', 'x.geojson', 'x.json'],
+     r'^x\.png: several exports belong to it \(x\.geojson, x\.json\); keep one'),
+    (['x.png', 'x.ome.tif', 'x.geojson'],
+     r'^x\.geojson: ambiguous, it matches several images: x\.ome\.tif, x\.png'),
+    (['x.png', 'y.geojson.gz'], r'^y\.geojson\.gz: no image next to it .* x\.ome\.tif -> '
+                                r'x\.geojson'),
+])
+def test_export_matching_errors(tmp_path, names, message):
+    for name in names:
+        (tmp_path / name).touch()
+    images = {n: tmp_path / n for n in names if not n.endswith(('json', '.gz'))}
+    with pytest.raises(ValueError, match=message):
+        match_exports(tmp_path, dict(sorted(images.items())))
+
+
+# ------------------------------------------------------------------ slides and frames
+
+class BoundedSlide:
+    """An OpenSlide slide that reports ``openslide.bounds-*`` and a resolution, as a
+    MIRAX slide does (the generic TIFF under it has none)."""
+
+    def __init__(self, path, bounds):
+        import openslide
+        self._slide = openslide.OpenSlide(str(path))
+        self.level_dimensions = self._slide.level_dimensions
+        self.level_downsamples = self._slide.level_downsamples
+        keys = ('x', 'y', 'width', 'height')
+        self.properties = dict(self._slide.properties)
+        self.properties.update({f'openslide.bounds-{k}': str(v) for k, v in zip(keys, bounds)})
+        self.properties.update({'openslide.mpp-x': '0.25', 'openslide.mpp-y': '0.25'})
+
+    def read_region(self, location, level, size):
+        return self._slide.read_region(location, level, size)
+
+    def close(self):
+        self._slide.close()
+
+
+def test_slide_frame_with_a_bounds_offset_locates_every_cell(tmp_path, monkeypatch):
+    """On a slide with ``openslide.bounds-*`` QuPath's origin is the bounds' corner: the
+    export's cells land on their pixels, ``source`` + ``x0``, ``y0`` locate them in the
+    file's level 0 within 0.5 px, ``mpp`` is recorded, and the one slide is split by its
+    three regions."""
+    bounds = (100, 60, 400, 300)
+    level0 = [(150.5, 100.25), (333, 222), (460, 330), (120, 300)]
+    image = paint_cells(noise_image(np.random.default_rng(3), 500, 600), level0, radius=3)
+    src = tmp_path / 'src'
+    write_pyramid_tiff(src / 'slide.tif', image, levels=2, tile=128)
+    qupath_xy = [(x - bounds[0], y - bounds[1]) for x, y in level0]
+    write_features(src / 'slide.geojson', [
+        feature(rect(20, 20, 120, 90)), feature(rect(200, 140, 300, 200)),
+        feature(rect(320, 230, 395, 295)), feature(rect(0, 200, 60, 280)),
+        *[cell(point(x, y), 'tumor') for x, y in qupath_xy],
+        cell(point(450, 100), 'tumor')])  # beyond the bounds' width: outside the image
+    monkeypatch.setattr(qupath, 'open_slide', lambda path, *args: OpenSlideReader(
+        BoundedSlide(path, bounds), path))
+    with pytest.warns(UserWarning, match='splitting their 4 regions instead'):
+        summary = run_prepare('qupath', src, tmp_path / 'out', '--box-size', 8)
+    out = tmp_path / 'out'
+    located = sorted((x, y) for _, _, x, y in written_cells(out, ['tumor']))
+    assert located == sorted(level0)
+    for entry in entries(out):
+        assert entry['source'] == 'slide.tif' and entry['mpp'] == 0.25
+        x0, y0, w, h = entry['x0'], entry['y0'], entry['width'], entry['height']
+        assert np.array_equal(read_png(out, entry['file_name']), image[y0:y0 + h, x0:x0 + w])
+    for split in SPLITS:
+        images, anns, _ = load_coco(out, split)
+        for ann in anns:
+            entry = images[ann['image_id']]
+            x, y = entry['x0'] + ann['point'][0], entry['y0'] + ann['point'][1]
+            assert min(abs(x - lx) + abs(y - ly) for lx, ly in level0) < 0.5
+            assert tuple(image[int(y), int(x)]) == (20, 10, 60)  # the painted cell
+    file_report = summary['report']['files'][0]
+    assert file_report['frame'] == list(bounds) and file_report['size'] == [600, 500]
+    assert file_report['objects']['annotation']['skipped: outside the image'] == 1
+    assert len(json.loads((out / 'splits.json').read_text())['assignment']) == 4
+    level = run_prepare('qupath', src, tmp_path / 'level0', '--box-size', 8, '--frame',
+                        'level0')
+    assert level['report']['files'][0]['frame'] == [0, 0, 600, 500]
+    assert sorted((x, y) for _, _, x, y in written_cells(tmp_path / 'level0', ['tumor'])) \
+        == sorted(qupath_xy)  # shifted by the bounds: not where the cells are
+
+
+def test_exported_detections_import_as_cells(tmp_path):
+    """Round trip: what ``write_geojson`` exports (``infer_slide``'s detections, readable
+    by QuPath 0.3 and 0.4+) imports as cells of the same classes, boxes and colours."""
+    from mmdet_pu.io.qupath import QuPathObject, write_geojson
+    src, exported = tmp_path / 'src', set()
+    for k, name in enumerate('xyz'):
+        write_png(src / f'{name}.png', noise_image(np.random.default_rng(k), 120, 160))
+        cells = [QuPathObject((10.5 + k, 20, 30.5 + k, 38), 'Tumor', 0.9),
+                 QuPathObject((100, 50, 118, 66), 'Lymphocyte', 0.6)]
+        write_geojson(src / f'{name}.geojson', cells, {'Tumor': TUMOR, 'Lymphocyte': LYMPHO})
+        exported.update({(f'{name}.png', c.label, (c.box[0] + c.box[2]) / 2,
+                          (c.box[1] + c.box[3]) / 2) for c in cells})
+    summary = run_prepare('qupath', src, tmp_path / 'out')
+    assert written_cells(tmp_path / 'out', ['Lymphocyte', 'Tumor']) == exported
+    assert summary['colors'] == dict(Lymphocyte=list(LYMPHO), Tumor=list(TUMOR))
+    assert summary['report']['totals'] == dict(detection={'cell: Lymphocyte': 3,
+                                                          'cell: Tumor': 3})
+
+
+# ------------------------------------------------------------------- roles and classes
+
+def three_images(root, features_of, size=(160, 120)):
+    """``x.png``, ``y.png``, ``z.png`` with the exports ``features_of(name)``."""
+    root = Path(root)
+    for name in 'xyz':
+        write_png(root / f'{name}.png',
+                  noise_image(np.random.default_rng(ord(name)), size[1], size[0]))
+        write_features(root / f'{name}.geojson', features_of(name))
+    return root
+
+
+def test_calibration_points_are_skipped_or_kept_as_a_class(tmp_path):
+    """Unclassified points among classified ones (QuPath's calibration points) are
+    skipped and reported, or kept with ``--unclassified-class``."""
+    src = three_images(tmp_path / 'src', lambda name: [
+        cell(point(20, 20), 'tumor'), feature(multipoint([(1, 1), (150, 110)]))])
+    summary = run_prepare('qupath', src, tmp_path / 'a')
+    assert summary['raw']['unclassified'] == 6 and summary['raw']['per_class'] == \
+        dict(tumor=3)
+    assert summary['report']['totals'] == dict(annotation={'cell: tumor': 3,
+                                                           UNCLASSIFIED: 6})
+    summary = run_prepare('qupath', src, tmp_path / 'b', '--unclassified-class', 'tumor')
+    assert summary['raw']['per_class'] == dict(tumor=9)
+    summary = run_prepare('qupath', src, tmp_path / 'c', '--unclassified-class', 'other')
+    assert summary['raw']['per_class'] == dict(other=6, tumor=3)
+
+
+def test_derived_classes_keep_their_parent_or_become_their_base(tmp_path):
+    def features(name):
+        return [feature(point(20, 20), name='Tumor: Positive'),
+                dict(type='Feature', id='PathDetectionObject', geometry=rect(50, 50, 60, 62),
+                     properties=dict(classification=dict(
+                         name='Positive', colorRGB=-1, parentClass=dict(name='Stroma'))))]
+    src = three_images(tmp_path / 'src', features)
+    summary = run_prepare('qupath', src, tmp_path / 'a')
+    assert summary['raw']['per_class'] == {'Stroma: Positive': 3, 'Tumor: Positive': 3}
+    with pytest.raises(ValueError, match=r"--classes: no cell has class\(es\) \['Tumor'\]"):
+        run_prepare('qupath', src, tmp_path / 'b', '--classes', 'Tumor')
+    summary = run_prepare('qupath', src, tmp_path / 'b', '--classes', 'Tumor',
+                          '--base-class')
+    assert summary['raw']['per_class'] == {'Tumor': 3}
+    assert summary['raw']['other_class'] == 3
+
+
+def test_no_cell_is_an_error_that_names_each_file_and_the_fix(tmp_path):
+    """Outlined nuclei as unclassified annotation polygons are regions in QuPath's
+    convention: nothing to write, so the run fails and says how to keep them."""
+    src = three_images(tmp_path / 'src', lambda name: [
+        feature(rect(10, 10, 24, 22)), feature(rect(40, 40, 52, 55))])
+    out = tmp_path / 'out'
+    with pytest.raises(ValueError) as info:
+        run_prepare('qupath', src, out)
+    message = str(info.value)
+    assert message.startswith('no cell to write (nothing written):\n  x.geojson: '
+                              'annotation: region 2\n  y.geojson: annotation: region 2')
+    assert '--unclassified-polygons cell' in message
+    assert not out.exists()
+    summary = run_prepare('qupath', src, out, '--unclassified-polygons', 'cell')
+    assert summary['raw']['per_class'] == dict(cell=6)
+
+
+def test_large_annotation_polygons_of_cell_classes_stop_the_run(tmp_path):
+    """Areas drawn with a cell class are ambiguous: one message for every file, with
+    the option that makes them regions."""
+    def features(name):
+        return [feature(rect(5, 5, 150, 110), name='Tumor'), feature(point(30, 30),
+                                                                     name='Tumor')]
+    src = three_images(tmp_path / 'src', features)
+    with pytest.raises(ValueError) as info:
+        run_prepare('qupath', src, tmp_path / 'out', '--max-cell-size', '100')
+    message = str(info.value)
+    assert message.startswith('annotation polygons of cell classes are larger than a cell '
+                              '(--max-cell-size 100 px), so they may be areas:\n  x.geojson: '
+                              "class 'Tumor': 1 annotation polygon(s) (feature 0: 145x105 px)")
+    assert 'y.geojson' in message and 'z.geojson' in message
+    assert "pass --region-classes 'Tumor'" in message
+    summary = run_prepare('qupath', src, tmp_path / 'out', '--max-cell-size', '100',
+                          '--region-classes', 'Tumor')
+    assert summary['raw']['regions'] == 3 and summary['raw']['per_class'] == dict(Tumor=3)
+
+
+def test_one_image_without_regions_needs_them_derived_when_large(tmp_path, monkeypatch):
+    """An image without a drawn region larger than a test crop is refused with the fix;
+    ``--derive-regions`` boxes its cells, and the one image is split by region."""
+    cells = [(20, 20), (30, 25), (200, 150), (100, 60)]
+    image = paint_cells(noise_image(np.random.default_rng(4), 180, 240), cells)
+    src = tmp_path / 'src'
+    write_png(src / 'big.png', image)
+    write_features(src / 'big.geojson', [cell(point(x, y), 'tumor') for x, y in cells])
+    monkeypatch.setattr(qupath, 'MAX_WHOLE_PIXELS', 100 * 100)
+    with pytest.raises(ValueError, match=r'^big\.geojson: image big\.png \(no region is '
+                                         r'drawn\) is 240x180 pixels, more than 10000 .* '
+                                         r'--derive-regions MARGIN'):
+        run_prepare('qupath', src, tmp_path / 'out')
+    with pytest.warns(UserWarning, match='splitting their 3 regions'):
+        summary = run_prepare('qupath', src, tmp_path / 'out', '--derive-regions', '10',
+                              '--box-size', '8')
+    assert summary['raw']['derived_regions'] == 4 and summary['raw']['crops'] == 3
+    assert written_cells(tmp_path / 'out', ['tumor']) == {
+        ('big.png', 'tumor', x, y) for x, y in cells}
+    whole = {(im['x0'], im['y0'], im['width'], im['height'])
+             for im in entries(tmp_path / 'out') if im['file_name'].startswith('whole/')}
+    assert whole <= {(6, 6, 38, 33), (86, 46, 28, 28), (186, 136, 28, 28)}
+
+
+def test_plane_option(tmp_path):
+    def features(name):
+        return [cell(point(20, 20), 'tumor'),
+                cell(dict(point(30, 30), plane=dict(c=-1, z=2, t=0)), 'tumor')]
+    src = three_images(tmp_path / 'src', features)
+    with pytest.raises(ValueError, match=r'^x\.geojson: the objects lie on 2 planes '
+                                         r'\(z=0,t=0, z=2,t=0\); choose one'):
+        run_prepare('qupath', src, tmp_path / 'out')
+    summary = run_prepare('qupath', src, tmp_path / 'out', '--plane', '0,0')
+    assert summary['raw']['per_class'] == dict(tumor=3)
+    with pytest.raises(ValueError, match=r'^x\.geojson: objects on plane z=2,t=0, but only '
+                                         r'the first plane'):
+        run_prepare('qupath', src, tmp_path / 'other', '--plane', '2,0')
+
+
 # -------------------------------------------------------------------- building blocks
 
 def test_region_crops_clip_round_and_merge():
@@ -282,10 +657,12 @@ def test_region_crops_clip_round_and_merge():
     regions = [box(10.4, 5.6, 50.2, 40), box(45, 30, 80, 60),  # overlap: merged
                box(50, 80, 90, 95),                               # touches none
                box(-20, 90, 10, 130), box(200, 0, 300, 20)]       # clipped
-    assert region_crops(regions, width=250, height=100) == [  # row by row
+    assert region_crops(regions, (0, 0, 250, 100)) == [  # row by row
         (200, 0, 50, 20), (10, 5, 70, 55), (50, 80, 40, 15), (0, 90, 10, 10)]
     chain = [box(0, 0, 10, 10), box(30, 0, 40, 10), box(5, 5, 35, 8)]  # merged via the 3rd
-    assert region_crops(chain, 100, 100) == [(0, 0, 40, 10)]
+    assert region_crops(chain, (0, 0, 100, 100)) == [(0, 0, 40, 10)]
+    assert region_crops([box(0, 0, 50, 50), box(120, 0, 130, 9)], (20, 10, 100, 100)) == \
+        [(20, 10, 30, 40)]  # clipped to QuPath's frame; one outside it is dropped
 
 
 def test_slides_are_read_by_the_whole_slide_reader_opened_lazily(tmp_path):
@@ -294,8 +671,10 @@ def test_slides_are_read_by_the_whole_slide_reader_opened_lazily(tmp_path):
     strips = tmp_path / 's.tif'
     tifffile.imwrite(strips, image, photometric='rgb')  # not tiled: OpenSlide refuses it
     for path, backend in ((pyramid, 'openslide'), (strips, 'tifffile')):
-        reader, size = open_reader(path)
-        assert isinstance(reader, SlideRegions) and size == (420, 300)
+        source = open_reader(path)
+        reader = source.reader
+        assert isinstance(reader, SlideRegions) and source.size == (420, 300)
+        assert source.frame == (0, 0, 420, 300) and source.mpp is None
         assert reader._slide is None  # nothing held open until the writer reads
         assert np.array_equal(reader.read_region(100, 37, 250, 200), image[37:237, 100:350])
         assert reader._slide.backend == backend
@@ -312,7 +691,8 @@ def test_command_line_parses_and_the_readers_need_no_model_code():
     import neither torch nor mmdet themselves (only the package's registration does)."""
     code = ("from data_prep.prepare import build_parser; "
             "args = build_parser(['qupath']).parse_args(['qupath', '--src', 'a', '--out', "
-            "'b']); assert args.box_size == 32, args")
+            "'b']); assert (args.box_size, args.frame, args.max_cell_size) == "
+            "(32, 'bounds', 256), args")
     subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True, timeout=60,
                    env=dict(os.environ, PYTHONPATH=str(REPO)))
     heavy = re.compile(r'^\s*(from|import)\s+(torch|mmdet|mmengine|mmcv)\b', re.MULTILINE)
@@ -334,15 +714,18 @@ def small_raw(root, features, size=(120, 90)):
 
 
 @pytest.mark.parametrize('features, options, message', [
-    ([cell(point(130, 10), 'tumor')], (),
-     r'^x\.geojson feature 0: point \(x=130, y=10\) is outside the 120x90 image'),
-    ([cell(point(5, 5), 'lymphocyte'), feature(point(6, 6))], (),
-     r"^x\.geojson feature 1: unclassified cell, but there are 2 classes \['lymphocyte', "
-     r"'tumor'\]; classify it in QuPath or pass --classes with one class"),
+    ([cell(rect(0, 0, 90, 60), 'tumor')], ('--max-cell-size', '50'),
+     r"^annotation polygons of cell classes are larger than a cell \(--max-cell-size 50 "
+     r"px\), so they may be areas:\n  x\.geojson: class 'tumor'"),
     ([cell(point(5, 5), 'tumor')], ('--classes', 'tumor,mitosis'),
      r"^--classes: no cell has class\(es\) \['mitosis'\]; the cells' classes are "
      r"\['tumor'\]"),
     ([cell(point(5, 5), 'tumor')], ('--classes', 'tumor,,a'), r'^--classes .*distinct'),
+    ([cell(point(5, 5), 'tumor')], ('--classes', 'tumor', '--region-classes', 'tumor'),
+     r"^class\(es\) \['tumor'\] are in both --classes and --region-classes"),
+    ([cell(point(5, 5), 'tumor')], ('--classes', 'tumor', '--unclassified-class', 'x'),
+     r"^--unclassified-class 'x' is not one of --classes \['tumor'\]; add it there"),
+    ([cell(point(5, 5), 'tumor')], ('--plane', '0'), r"^--plane '0': expected z,t"),
     ([cell(point(5, 5), 'tumor')], ('--group-regex', 'x'),
      r"^--group-regex 'x': needs a group"),
     ([cell(point(5, 5), 'tumor')], ('--group-regex', '(q)'),

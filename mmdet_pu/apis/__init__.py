@@ -1,12 +1,9 @@
-"""Library calls behind the tools, one module per task; import the module you need:
+"""Whole-slide inference, one module per task; import the module you need:
 
 * :mod:`.slide` -- whole-slide detection exported to QuPath (``tools/infer_slide.py``,
   docs/slides.md), over :mod:`mmdet_pu.io.slides` (region reads of slides) and :mod:`.tissue`
-  (tissue mask);
-* :mod:`.runs` -- scheduled training + test runs (``tools/repeat.py``, ``tools/demo.py``);
-* :mod:`.prior_keys` -- the config keys that hold pi (``tools/sweep_prior.py``,
-  ``tools/estimate_prior.py``).
+  (tissue mask).
 
-This package imports none of them, so ``from mmdet_pu.apis import runs`` loads neither
-the slide readers nor OpenSlide, and ``import mmdet_pu`` does not import it at all.
+This package imports none of them, so ``import mmdet_pu.apis`` loads neither the slide
+readers nor OpenSlide, and ``import mmdet_pu`` does not import it at all.
 """

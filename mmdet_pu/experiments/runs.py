@@ -18,8 +18,8 @@ state     found in the work dir                                           what r
 ========  ==============================================================  ============
 tested    a valid ``cell_metrics/test_per_image.json``                    nothing
 trained   ``run.json`` with ``"trained": true`` (written when training    the test
-          exits successfully)                                             (nothing
-                                                                          without it)
+          exits successfully)                                             (none if
+                                                                          test=False)
 partial   ``last_checkpoint`` (training was interrupted)                  training with
                                                                           ``--resume``,
                                                                           then the test
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from mmdet_pu.evaluation.comparison import report_path
+from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.io.atomic import write_json_atomic
 
 #: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).

@@ -14,6 +14,7 @@ import os.path as osp
 
 import numpy as np
 
+from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
 from .keys import get_key, type_name
 
@@ -53,7 +54,7 @@ def read_val_metrics(run_dir):
     metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
     criterion needs.
     """
-    path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
+    path = report_path(run_dir, 'val')
     if not osp.exists(path):
         return None
     with open(path) as f:

@@ -1,12 +1,37 @@
 """Config loading, runner building and launch settings shared by the tools."""
 import argparse
+import logging
+import os
 import os.path as osp
 
 import torch
 import torch.distributed as dist
 from mmengine.config import Config, DictAction
+from mmengine.logging import print_log
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
 
 from mmdet_pu.datasets.deletion import apply_deletion
+from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.evaluation.score_threshold import read_validation_thr
+
+LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
+
+
+def add_launcher_arguments(parser) -> None:
+    """``--launcher`` and the ``--local-rank`` that ``torch.distributed.launch`` passes
+    (torch >= 2.0), as mmdet's tools take them."""
+    parser.add_argument('--launcher', choices=LAUNCHERS, default='none', help='job launcher')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+
+
+def parse_launch_args(parser, argv=None):
+    """``parser.parse_args(argv)``; ``LOCAL_RANK`` is set from ``--local-rank`` unless the
+    launcher set it."""
+    args = parser.parse_args(argv)
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
 
 
 def parse_cfg_options(options):
@@ -47,8 +72,6 @@ def build_runner(cfg):
     """The runner a config asks for, as mmdet's tools build it: ``runner_type``
     (``CellRunner`` in every shipped config, which applies the config's ``deletion``)
     or mmengine's ``Runner``."""
-    from mmengine.registry import RUNNERS
-    from mmengine.runner import Runner
     return RUNNERS.build(cfg) if 'runner_type' in cfg else Runner.from_cfg(cfg)
 
 
@@ -71,3 +94,54 @@ def use_cpu_distributed(cfg):
     wrapper.update(cfg.get('model_wrapper_cfg', None) or {})
     wrapper['device_ids'] = None
     cfg.model_wrapper_cfg = wrapper
+
+
+def validation_score_thr(checkpoint: str) -> float:
+    """``pu_score_thr`` of the validation dump beside ``checkpoint``
+    (``<checkpoint dir>/cell_metrics/val_per_image.json``).
+
+    Raises:
+        FileNotFoundError: there is no such dump.
+        ValueError: its validation selected no threshold.
+    """
+    dump = report_path(osp.dirname(osp.abspath(checkpoint)), 'val')
+    if not osp.isfile(dump):
+        raise FileNotFoundError(
+            f'score threshold "val" (--score-thr or test_evaluator.score_thr): {dump} '
+            'not found; train with validation and a CellDetMetric with '
+            'score_thr_candidates (configs/_base_/datasets/_cell_coco.py), or give a '
+            'number: --score-thr 0.5')
+    value = read_validation_thr(dump)
+    if value is None:
+        raise ValueError(f'score threshold "val": {dump} holds no selected threshold '
+                         '(pu_score_thr): no candidate found a labeled cell')
+    return value
+
+
+def config_validation_score_thr(checkpoint: str, default: float = 0.5) -> float:
+    """The validation threshold a config asks for (``test_evaluator.score_thr='val'``).
+
+    As :func:`validation_score_thr`, except that a validation pass in which no candidate
+    found a labeled cell (an untrained detector) falls back to ``default``
+    (docs/method.md#metrics) with a warning instead of failing.
+    """
+    try:
+        return validation_score_thr(checkpoint)
+    except ValueError as error:
+        print_log(f'{error}; testing with score >= {default}', logger='current',
+                  level=logging.WARNING)
+        return default
+
+
+def set_test_score_thr(cfg, checkpoint: str, score_thr=None) -> None:
+    """Set the score threshold of every test evaluator of ``cfg``: ``score_thr`` (a
+    number, or ``'val'`` for :func:`validation_score_thr`), else an evaluator's
+    ``score_thr='val'`` is resolved by :func:`config_validation_score_thr`."""
+    evaluators = cfg.test_evaluator
+    for evaluator in evaluators if isinstance(evaluators, list) else [evaluators]:
+        if score_thr == 'val':
+            evaluator['score_thr'] = validation_score_thr(checkpoint)
+        elif score_thr is not None:
+            evaluator['score_thr'] = float(score_thr)
+        elif evaluator.get('score_thr') == 'val':
+            evaluator['score_thr'] = config_validation_score_thr(checkpoint)

@@ -31,14 +31,19 @@ column shows ``**`` (adjusted p < 0.01), ``*`` (< 0.05) or ``n.s.``; ``-`` for m
 tested. The best mean of each column among the tested methods and the reference is
 bold.
 
+A second table, its own family of tests, separates ranking from calibration: F1 at the
+test threshold, F1 at the threshold the run's validation selected (``pu_score_thr`` of
+the ``val_per_image.json`` beside the test dump, computed from the same test pass; ``-``
+for runs without one, counted in the note) and AP over every detection.
+
 The tables are built by :mod:`mmdet_pu.evaluation.comparison` (shared with
 ``tools/repeat.py`` and ``tools/demo.py``); this script is its command line.
 """
 import argparse
 import sys
 
-from mmdet_pu.evaluation.comparison import (build_table, footnote, format_latex,
-                                            format_markdown, load_folds, load_images)
+from mmdet_pu.evaluation.comparison import (compare, format_comparison, load_folds,
+                                            load_images)
 
 
 def parse_args(argv=None):
@@ -82,12 +87,10 @@ def main(argv=None):
     else:
         methods = [load_folds(n, p, args.split, args.stat)
                    for n, p in zip(args.names, args.methods)]
-    table, num_tests = build_table(methods, args.ref, args.untested, args.per_image)
-    formatter = format_latex if args.format == 'latex' else format_markdown
-    text = formatter(table, methods, args.untested, args.digits, args.p_values)
-    note = footnote(methods, args.ref, args.per_image, num_tests, args.stat)
-    prefix = '% ' if args.format == 'latex' else ''
-    sys.stdout.write(f'{text}\n\n{prefix}{note}\n')
+    comparison = compare(methods, args.ref, args.untested, args.per_image)
+    text = format_comparison(comparison, args.stat, args.format, args.digits,
+                             args.p_values)
+    sys.stdout.write(f'{text}\n')
     return text
 
 

@@ -6,12 +6,12 @@ Usage::
         [--auto-scale-lr] [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
 """
 import argparse
-import os
 
 from mmengine.config import DictAction
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
-from mmdet_pu.launch import build_runner, load_config
+from mmdet_pu.launch import (add_launcher_arguments, build_runner, load_config,
+                             parse_launch_args)
 
 
 def parse_args():
@@ -31,15 +31,8 @@ def parse_args():
         '--cfg-options', nargs='+', action=DictAction,
         help='override config settings, e.g. '
         'model.roi_head.bbox_head.loss_cls.prior=0.035')
-    parser.add_argument(
-        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none', help='job launcher')
-    # torch.distributed.launch passes --local-rank (torch >= 2.0)
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
-    return args
+    add_launcher_arguments(parser)
+    return parse_launch_args(parser)
 
 
 def build_cfg(args):
@@ -64,8 +57,7 @@ def build_cfg(args):
 
 def main():
     args = parse_args()
-    cfg = build_cfg(args)
-    build_runner(cfg).train()
+    build_runner(build_cfg(args)).train()
 
 
 if __name__ == '__main__':

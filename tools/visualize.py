@@ -19,17 +19,15 @@ from the path stored in the dump, or from ``--img-dir/<file_name>``. In the conf
 the matching settings come from the config's ``CellDetMetric`` test evaluator.
 """
 import argparse
-import json
 import os.path as osp
 
-import mmcv
 import mmengine
-import numpy as np
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
-from mmdet_pu.evaluation import add_overlay_hook, render_cell_overlays, save_cell_overlays
-from mmdet_pu.launch import build_runner
+from mmdet_pu.evaluation import add_overlay_hook
+from mmdet_pu.evaluation.overlay import overlays_from_dump
+from mmdet_pu.launch import build_runner, load_config
 
 
 def parse_args(argv=None):
@@ -60,68 +58,9 @@ def parse_args(argv=None):
     return args
 
 
-def load_ground_truth(ann_file):
-    """``{image id: (file_name, boxes xyxy, labels)}`` and the class names."""
-    with open(ann_file) as f:
-        coco = json.load(f)
-    for field in ('images', 'annotations', 'categories'):
-        if field not in coco:
-            raise ValueError(f'{ann_file}: field {field!r} missing; expected COCO json')
-    classes = [c['name'] for c in coco['categories']]
-    label_of = {c['id']: i for i, c in enumerate(coco['categories'])}
-    boxes = {image['id']: [] for image in coco['images']}
-    labels = {image['id']: [] for image in coco['images']}
-    for i, ann in enumerate(coco['annotations']):
-        if ann['image_id'] not in boxes or ann['category_id'] not in label_of:
-            raise ValueError(f'{ann_file}: annotations[{i}] refers to image '
-                             f'{ann["image_id"]} / category {ann["category_id"]}, '
-                             'which the file does not define')
-        x, y, w, h = ann['bbox']
-        boxes[ann['image_id']].append([x, y, x + w, y + h])
-        labels[ann['image_id']].append(label_of[ann['category_id']])
-    gt = {image['id']: (image['file_name'],
-                        np.array(boxes[image['id']], dtype=np.float64).reshape(-1, 4),
-                        np.array(labels[image['id']], dtype=np.int64))
-          for image in coco['images']}
-    return gt, classes
-
-
-def _numpy(value):
-    return value.numpy() if hasattr(value, 'numpy') else np.asarray(value)
-
-
-def draw_from_dump(args):
-    """Prediction mode: overlays of every image of the dump."""
-    gt, classes = load_ground_truth(args.ann)
-    written = []
-    for i, result in enumerate(mmengine.load(args.source)):
-        img_id = result.get('img_id')
-        if img_id not in gt:
-            raise ValueError(f'{args.source}: item {i} has img_id {img_id!r}, which is '
-                             f'not an image of {args.ann}')
-        file_name, gt_bboxes, gt_labels = gt[img_id]
-        img_path = (osp.join(args.img_dir, file_name) if args.img_dir
-                    else result.get('img_path'))
-        if not img_path or not osp.isfile(img_path):
-            raise FileNotFoundError(f'image {img_path!r} of img_id {img_id} not found; '
-                                    'pass --img-dir')
-        pred = result['pred_instances']
-        overlays = render_cell_overlays(
-            mmcv.imread(img_path), _numpy(pred['bboxes']), _numpy(pred['scores']),
-            _numpy(pred['labels']), gt_bboxes, gt_labels, classes,
-            score_thr=args.score_thr, iou_thr=args.iou_thr, radius=args.radius,
-            style=args.style)
-        written += save_cell_overlays(args.out_dir, img_path, overlays)
-    return written
-
-
 def draw_from_checkpoint(args):
     """Config mode: run the test loop with a ``CellOverlayHook``."""
-    cfg = Config.fromfile(args.source)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
-    cfg.work_dir = args.work_dir or cfg.get('work_dir', None) or osp.join(
-        'work_dirs', osp.splitext(osp.basename(args.source))[0])
+    cfg = load_config(args.source, args.cfg_options, args.work_dir)
     cfg.load_from = args.checkpoint
     add_overlay_hook(cfg, osp.abspath(args.out_dir), style=args.style)
     build_runner(cfg).test()
@@ -131,8 +70,11 @@ def draw_from_checkpoint(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    written = (draw_from_checkpoint(args) if args.source.endswith('.py')
-               else draw_from_dump(args))
+    if args.source.endswith('.py'):
+        written = draw_from_checkpoint(args)
+    else:
+        written = overlays_from_dump(args.source, args.ann, args.out_dir, args.img_dir,
+                                     args.score_thr, args.iou_thr, args.radius, args.style)
     print(f'{len(written)} overlays in {args.out_dir}')
     return written
 

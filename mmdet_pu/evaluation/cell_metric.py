@@ -1,4 +1,5 @@
-"""Cell detection metric of the paper: per-image and pooled recall, precision, F1 (Section 3).
+"""Cell detection metric of the paper: per-image and pooled recall, precision, F1 (Section 3),
+and the average precision of the ranked detections.
 
 For every test image and every class, detections with ``score >= score_thr`` are matched
 greedily to the ground truth (:mod:`mmdet_pu.evaluation.matching`), giving TP, FP and FN
@@ -22,9 +23,17 @@ about images that contain something to detect: in multi-class data many images l
 class, and counting each as perfect would inflate that class's average by the share of
 such images instead of measuring the detector. A quantity that is undefined for every
 image is reported as NaN.
+
+AP separates the detector's ranking from the calibration of its threshold: every
+detection the model outputs (its own test ``score_thr``, not the metric's), matched by
+the same criterion, ranked by score over the whole set per class
+(:func:`~mmdet_pu.evaluation.rates.average_precision`, all-point interpolation). The
+matching of all detections also gives the counts at any threshold
+(:mod:`mmdet_pu.evaluation.rates`): at ``score_thr``, at each candidate threshold, and,
+from the per-image dump, at a threshold chosen later (the validation threshold of
+:mod:`mmdet_pu.evaluation.comparison`).
 """
 import csv
-import json
 import numbers
 import os.path as osp
 from typing import Optional, Sequence
@@ -32,36 +41,24 @@ from typing import Optional, Sequence
 import numpy as np
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import MessageHub, MMLogger, print_log
-from mmengine.utils import mkdir_or_exist
 
 from mmdet.registry import METRICS
+from mmdet_pu.io.atomic import atomic_open, write_json_atomic
 from .matching import count_per_class, match_image
+from .rates import average_precision, counts_at, detection_rates, nanmean
 from .score_threshold import pu_threshold_criterion, select_score_thr
 
 RATES = ('recall', 'precision', 'f1')
+#: The folder of the per-image dumps in a Runner's work dir.
+DUMP_DIR = 'cell_metrics'
+#: Per image, the ranked detections: scores (descending), classes and TP flags.
+RANKED = ('scores', 'labels', 'matched')
 
 
-def detection_rates(tp, fp, fn):
-    """Recall, precision and F1 from TP/FP/FN counts of any (matching) shape.
-
-    Returns:
-        dict ``{'recall', 'precision', 'f1'}`` of float arrays, NaN where undefined.
-    """
-    tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
-
-    def ratio(num, den):
-        return np.divide(num, den, out=np.full(np.shape(num), np.nan), where=den > 0)
-
-    return dict(recall=ratio(tp, tp + fn), precision=ratio(tp, tp + fp),
-                f1=ratio(2 * tp, 2 * tp + fp + fn))
-
-
-def nanmean(values, axis=None):
-    """Mean over the defined (non-NaN) values; NaN, without a warning, if there are none."""
-    values = np.asarray(values, dtype=np.float64)
-    count = np.sum(~np.isnan(values), axis=axis)
-    total = np.nansum(values, axis=axis)
-    return np.divide(total, count, out=np.full(np.shape(total), np.nan), where=count > 0)
+def report_path(work_dir: str, stage: str = 'test') -> str:
+    """Where the metric, run by a Runner in ``work_dir``, dumps the per-image values of
+    ``stage`` (``'val'`` or ``'test'``)."""
+    return osp.join(work_dir, DUMP_DIR, f'{stage}_per_image.json')
 
 
 def _to_numpy(value):
@@ -84,9 +81,10 @@ class CellDetMetric(BaseMetric):
     Metric names (with the default prefix ``cell``), for each class name ``<c>``:
     ``cell/<c>/avg_{recall,precision,f1}`` (mean over images),
     ``cell/<c>/pooled_{recall,precision,f1}`` (from summed counts),
-    ``cell/<c>/{tp,fp,fn}``, and the means over classes ``cell/avg_{recall,precision,f1}``
-    and ``cell/pooled_{recall,precision,f1}`` (classes absent from the set, NaN, are left
-    out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
+    ``cell/<c>/{tp,fp,fn}``, ``cell/<c>/ap`` (AP of the class's ranked detections over
+    the set), and the means over classes ``cell/avg_{recall,precision,f1}``,
+    ``cell/pooled_{recall,precision,f1}`` and ``cell/ap`` (classes absent from the set,
+    NaN, are left out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
 
     With ``score_thr_candidates`` the metric also selects a score threshold for data
     whose labels are incomplete (a validation set): for every candidate it counts the
@@ -108,9 +106,10 @@ class CellDetMetric(BaseMetric):
             ``test``, the loop that runs; files are overwritten by the next evaluation of
             the same stage). The JSON holds the settings, ``prefix``, ``metrics`` (the
             logged names and values, NaN as null) and ``images`` (per image: ``img_id``,
-            ``img_path`` and per-class lists ``tp``, ``fp``, ``fn``, ``recall``,
-            ``precision``, ``f1``); ``tools/compare.py`` and ``tools/sweep_prior.py``
-            read it. Defaults to True.
+            ``img_path``, per-class lists ``tp``, ``fp``, ``fn``, ``recall``,
+            ``precision``, ``f1``, ``ap`` and ``detections``, the ranked detections:
+            ``scores`` in descending order, ``labels`` and ``matched`` (TP flags));
+            ``tools/compare.py`` and ``tools/sweep_prior.py`` read it. Defaults to True.
         out_dir (str, optional): the dump dir. Defaults to ``<work_dir>/cell_metrics`` of
             the running mmengine Runner (found through its log file,
             ``<work_dir>/<timestamp>/<timestamp>.log``); outside a Runner nothing is
@@ -170,27 +169,27 @@ class CellDetMetric(BaseMetric):
         return tuple(self.dataset_meta['classes'])
 
     def process(self, data_batch: dict, data_samples: Sequence[dict]) -> None:
-        """Match the predictions of each image and keep its per-class counts."""
+        """Match all predictions of each image once; keep its per-class counts at
+        ``score_thr`` and its ranked detections."""
         num_classes = len(self.classes)
         for sample in data_samples:
             pred, gt = sample['pred_instances'], sample['gt_instances']
+            scores = _to_numpy(pred['scores']).astype(np.float64).reshape(-1)
             pred_labels, gt_labels = _to_numpy(pred['labels']), _to_numpy(gt['labels'])
-            boxes_and_scores = (_to_numpy(pred['bboxes']), _to_numpy(pred['scores']),
-                                pred_labels, _to_numpy(gt['bboxes']), gt_labels)
-
-            def counts_at(score_thr):
-                match = match_image(*boxes_and_scores, score_thr=score_thr,
-                                    iou_thr=self.iou_thr, radius=self.radius)
-                return count_per_class(match, pred_labels, gt_labels, num_classes)
-
-            tp, fp, fn = counts_at(self.score_thr)
+            match = match_image(_to_numpy(pred['bboxes']), scores, pred_labels,
+                                _to_numpy(gt['bboxes']), gt_labels, score_thr=-np.inf,
+                                iou_thr=self.iou_thr, radius=self.radius)
+            tp_all, _, fn_all = count_per_class(match, pred_labels, gt_labels, num_classes)
+            order = np.argsort(-scores, kind='stable')
+            ranked = dict(scores=scores[order],
+                          labels=np.asarray(pred_labels, np.int64).reshape(-1)[order],
+                          matched=match.pred_tp[order])
+            tp, fp, fn = counts_at(*ranked.values(), tp_all + fn_all, self.score_thr,
+                                   num_classes)
             img_id = sample.get('img_id')
-            result = dict(img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
-                          img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn)
-            if self.score_thr_candidates is not None:  # (tp, fp) per candidate
-                result['candidates'] = [counts_at(thr)[:2]
-                                        for thr in self.score_thr_candidates]
-            self.results.append(result)
+            self.results.append(dict(
+                img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
+                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn, **ranked))
 
     def compute_metrics(self, results: list) -> dict:
         """Per-class and class-mean metrics from the per-image counts."""
@@ -209,30 +208,47 @@ class CellDetMetric(BaseMetric):
                 metrics[f'{name}/pooled_{rate}'] = float(pooled[rate][c])
             for k in ('tp', 'fp', 'fn'):
                 metrics[f'{name}/{k}'] = int(counts[k][:, c].sum())
+        num_gt = counts['tp'] + counts['fn']
+        ap = self._average_precision(results, num_gt.sum(0))
+        for c, name in enumerate(classes):
+            metrics[f'{name}/ap'] = float(ap[c])
         for rate in RATES:
             metrics[f'avg_{rate}'] = float(nanmean(average[rate]))
             metrics[f'pooled_{rate}'] = float(nanmean(pooled[rate]))
+        metrics['ap'] = float(nanmean(ap))
 
         print_log(self._summary(metrics, len(results)), logger='current')
         selection = None
         if self.score_thr_candidates is not None:
-            selection = self._select_score_thr(results, counts)
+            selection = self._select_score_thr(results, num_gt.sum(0))
             chosen = selection['chosen']
             metrics['pu_score_thr'] = float('nan') if chosen is None else chosen
             print_log(f'CellDetMetric: PU score threshold {chosen} (Lee & Liu criterion '
                       f'over {self.score_thr_candidates})', logger='current')
         if self.dump_per_image:
+            per_image['ap'] = np.array(
+                [self._average_precision([r], n) for r, n in zip(results, num_gt)],
+                dtype=np.float64).reshape(len(results), len(classes))
             self._dump(results, counts, per_image, metrics, selection)
         return metrics
 
-    def _select_score_thr(self, results: list, counts: dict) -> dict:
+    def _ranked(self, results: list):
+        """The ranked detections of ``results`` (scores, labels, TP flags) joined."""
+        return [np.concatenate([np.zeros(0)] + [r[k] for r in results]).astype(dtype)
+                for k, dtype in zip(RANKED, (np.float64, np.int64, bool))]
+
+    def _average_precision(self, results: list, num_gt) -> np.ndarray:
+        """``(C,)`` AP of each class over the ranked detections of ``results``."""
+        scores, labels, matched = self._ranked(results)
+        return np.array([average_precision(scores[labels == c], matched[labels == c],
+                                           num_gt[c]) for c in range(len(self.classes))])
+
+    def _select_score_thr(self, results: list, num_gt) -> dict:
         """Criterion per class and candidate, and the chosen threshold."""
-        # (images, candidates, tp/fp, classes) -> (classes, candidates)
-        found = np.array([r['candidates'] for r in results], dtype=np.int64).reshape(
-            len(results), len(self.score_thr_candidates), 2, len(self.classes))
-        tp = found[:, :, 0].sum(0).T
-        detections = (found[:, :, 0] + found[:, :, 1]).sum(0).T
-        num_gt = (counts['tp'] + counts['fn']).sum(0)
+        found = [counts_at(*self._ranked(results), num_gt, thr, len(self.classes))
+                 for thr in self.score_thr_candidates]
+        tp = np.stack([f[0] for f in found], axis=1)  # (classes, candidates)
+        detections = np.stack([f[0] + f[1] for f in found], axis=1)
         criterion = pu_threshold_criterion(tp, detections, num_gt, len(results))
         return dict(candidates=self.score_thr_candidates,
                     criterion=[[None if np.isnan(v) else float(v) for v in row]
@@ -246,16 +262,17 @@ class CellDetMetric(BaseMetric):
     def _summary(self, metrics: dict, num_images: int) -> str:
         """A per-class table for the log."""
         header = ('class', 'TP', 'FP', 'FN', 'avg R', 'avg P', 'avg F1',
-                  'pooled R', 'pooled P', 'pooled F1')
+                  'pooled R', 'pooled P', 'pooled F1', 'AP')
         rows = [header]
         for name in self.classes:
             rows.append((name, *(str(metrics[f'{name}/{k}']) for k in ('tp', 'fp', 'fn')),
                          *(f'{metrics[f"{name}/{kind}_{rate}"]:.4f}'
-                           for kind in ('avg', 'pooled') for rate in RATES)))
+                           for kind in ('avg', 'pooled') for rate in RATES),
+                         f'{metrics[f"{name}/ap"]:.4f}'))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
         return (f'CellDetMetric on {num_images} images (score >= {self.score_thr}, '
-                f'{self._criterion()}):\n' + '\n'.join(lines))
+                f'{self._criterion()}; AP over every detection):\n' + '\n'.join(lines))
 
     def _dump_dir(self) -> Optional[str]:
         if self.out_dir is not None:
@@ -263,7 +280,7 @@ class CellDetMetric(BaseMetric):
         log_file = MMLogger.get_current_instance().log_file
         if log_file is None:
             return None
-        return osp.join(osp.dirname(osp.dirname(log_file)), 'cell_metrics')
+        return osp.join(osp.dirname(osp.dirname(log_file)), DUMP_DIR)
 
     def _dump(self, results, counts, per_image, metrics, selection=None) -> None:
         """Write ``<stage>_per_image.json`` (everything) and ``.csv`` (one row per
@@ -273,7 +290,6 @@ class CellDetMetric(BaseMetric):
             print_log('CellDetMetric: no out_dir and no Runner work dir; per-image '
                       'values are not written', logger='current')
             return
-        mkdir_or_exist(out_dir)
         stage = MessageHub.get_current_instance().get_info('loop_stage', 'test')
         stage = stage if stage in ('val', 'test') else 'test'
         classes = list(self.classes)
@@ -285,7 +301,8 @@ class CellDetMetric(BaseMetric):
         for i, result in enumerate(results):
             entry = dict(img_id=result['img_id'], img_path=result['img_path'])
             entry.update({k: counts[k][i].tolist() for k in ('tp', 'fp', 'fn')})
-            entry.update({rate: clean(per_image[rate][i]) for rate in RATES})
+            entry.update({rate: clean(per_image[rate][i]) for rate in (*RATES, 'ap')})
+            entry['detections'] = {k: result[k].tolist() for k in RANKED}
             images.append(entry)
         head = f'{self.prefix}/' if self.prefix else ''
         report = dict(
@@ -295,10 +312,10 @@ class CellDetMetric(BaseMetric):
                      for k, v in metrics.items()},
             score_thr_selection=selection, images=images)
         json_file = osp.join(out_dir, f'{stage}_per_image.json')
-        with open(json_file, 'w') as f:
-            json.dump(report, f, indent=1)
+        write_json_atomic(json_file, report, indent=1)
 
-        with open(osp.join(out_dir, f'{stage}_per_image.csv'), 'w', newline='') as f:
+        csv_file = osp.join(out_dir, f'{stage}_per_image.csv')
+        with atomic_open(csv_file, 'w', newline='') as f:
             writer = csv.writer(f)
             writer.writerow(['img_id', 'img_path', 'class', 'tp', 'fp', 'fn', *RATES])
             for entry in images:

@@ -5,6 +5,16 @@ The library side of ``tools/compare.py`` (the paper's tables), ``tools/repeat.py
 ``cell_metrics/<split>_per_image.json`` that ``CellDetMetric`` writes when
 ``tools/test.py`` evaluates a run.
 
+Two tables, each its own family of tests: the paper's, recall, precision and F1 at the
+metric's score threshold (:data:`RATES`), and the one that separates the detector's
+ranking from the calibration of its threshold (:data:`RANKING`): F1 at the metric's
+threshold, F1 at the threshold the run's validation selected and AP. The F1 at the
+validation threshold comes from the same test pass: the dump's ranked detections give
+the counts at any threshold (:func:`~.rates.counts_at`), here at ``pu_score_thr`` of the
+validation dump beside the test dump (``val_per_image.json``, written at the end of
+training); a run without one (or whose validation selected none) has no such value
+(NaN, shown ``-``, left out of the statistics), and the table's note counts them.
+
 A :class:`Method` holds one value per *unit* for each ``(class, rate)``:
 
 * runs (folds, seeds, seeds x folds; :func:`load_runs`, :func:`load_folds`): a unit is
@@ -25,14 +35,20 @@ import glob
 import json
 import os.path as osp
 import re
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .cell_metric import report_path
+from .rates import counts_at, detection_rates, nanmean
+from .score_threshold import read_validation_thr
 from .statistics import benjamini_hochberg, mean_std, paired_ttest, significance_stars
 
 RATES = ('recall', 'precision', 'f1')
-RATE_TITLES = dict(recall='Recall', precision='Precision', f1='F1-score')
+#: F1 at the metric's threshold, F1 at the validation threshold, AP.
+RANKING = ('f1', 'f1_val', 'ap')
+RATE_TITLES = dict(recall='Recall', precision='Precision', f1='F1-score',
+                   f1_val='F1 at val. thr.', ap='AP')
 #: Pseudo-class of the means over classes (``cell/avg_f1``, ...) of a multi-class dump.
 OVERALL = 'mean of classes'
 
@@ -40,24 +56,23 @@ OVERALL = 'mean of classes'
 class Method(NamedTuple):
     """Per-unit values of one method.
 
-    ``values[(class, rate)]`` is an array over ``units`` (runs or test images);
-    ``sources`` are the dumps the values come from.
+    ``values[(class, measure)]`` is an array over ``units`` (runs or test images) for
+    each measure of :data:`RATES` and :data:`RANKING`; ``sources`` are the dumps the
+    values come from, ``score_thrs`` their metric's score thresholds and
+    ``val_score_thrs`` the validation thresholds of their runs (None: none).
     """
     name: str
     sources: List[str]
     classes: List[str]
     units: List[object]
     values: Dict[tuple, np.ndarray]
+    score_thrs: Sequence[float] = ()
+    val_score_thrs: Sequence[Optional[float]] = ()
 
 
 def natural_key(text: str):
     """Sort key that orders ``fold2`` before ``fold10``."""
     return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', text)]
-
-
-def report_path(run_dir: str, split: str = 'test') -> str:
-    """Where ``tools/test.py`` leaves the per-image dump of a run's work dir."""
-    return osp.join(run_dir, 'cell_metrics', f'{split}_per_image.json')
 
 
 def resolve_reports(pattern: str, split: str) -> List[str]:
@@ -98,6 +113,51 @@ def metric(report: dict, name: str):
     return report['metrics'][head + name]
 
 
+def _optional_metric(report: dict, name: str):
+    """:func:`metric`, or None where the dump has no such value (an older dump)."""
+    try:
+        return metric(report, name)
+    except KeyError:
+        return None
+
+
+def validation_thr(path: str) -> Optional[float]:
+    """The threshold the validation of the run of test dump ``path`` selected: the
+    ``pu_score_thr`` of ``val_per_image.json`` beside it; None without that dump or a
+    selected threshold."""
+    dump = osp.join(osp.dirname(path), 'val_per_image.json')
+    return read_validation_thr(dump) if osp.isfile(dump) else None
+
+
+def image_counts_at(report: dict, score_thr: Optional[float]):
+    """TP, FP and FN of each image and class at ``score_thr``, three ``(images, C)``
+    arrays from the dump's ranked detections; None when ``score_thr`` is None or the
+    dump has no ranked detections (written before the metric kept them)."""
+    images = report['images']
+    if score_thr is None or any('detections' not in image for image in images):
+        return None
+    num_classes = len(report['classes'])
+    counts = np.array([counts_at(*(image['detections'][k]
+                                   for k in ('scores', 'labels', 'matched')),
+                                 np.add(image['tp'], image['fn']), score_thr, num_classes)
+                       for image in images], dtype=np.int64)
+    counts = counts.reshape(len(images), 3, num_classes)
+    return counts[:, 0], counts[:, 1], counts[:, 2]
+
+
+def f1_of_run_at(report: dict, score_thr: Optional[float], stat: str = 'avg'):
+    """F1 of a run at ``score_thr``: per class (``stat``: mean over images or pooled)
+    and their mean over classes; NaN where :func:`image_counts_at` gives nothing."""
+    counts = image_counts_at(report, score_thr)
+    if counts is None:
+        return np.full(len(report['classes']), np.nan), float('nan')
+    if stat == 'avg':
+        per_class = nanmean(detection_rates(*counts)['f1'], axis=0)
+    else:
+        per_class = detection_rates(*(c.sum(0) for c in counts))['f1']
+    return per_class, float(nanmean(per_class))
+
+
 def image_key(image: dict) -> tuple:
     """Identity of a test image across methods: COCO id and file name."""
     return image['img_id'], osp.basename(image['img_path'] or '')
@@ -129,12 +189,20 @@ def load_runs(name: str, reports: List[str], stat: str = 'avg',
                              f'{classes} of {reports[0]}')
     values = {(cls, rate): _as_float([metric(r, f'{cls}/{stat}_{rate}') for r in loaded])
               for cls in classes for rate in RATES}
+    val_thrs = [validation_thr(path) for path in reports]
+    f1_val = [f1_of_run_at(r, thr, stat) for r, thr in zip(loaded, val_thrs)]
+    for c, cls in enumerate(classes):
+        values[(cls, 'f1_val')] = _as_float([per_class[c] for per_class, _ in f1_val])
+        values[(cls, 'ap')] = _as_float([_optional_metric(r, f'{cls}/ap') for r in loaded])
     if overall and len(classes) > 1:
         values.update({(OVERALL, rate): _as_float([metric(r, f'{stat}_{rate}')
                                                    for r in loaded]) for rate in RATES})
+        values[(OVERALL, 'f1_val')] = _as_float([mean for _, mean in f1_val])
+        values[(OVERALL, 'ap')] = _as_float([_optional_metric(r, 'ap') for r in loaded])
         classes = [*classes, OVERALL]
     units = [frozenset(image_key(image) for image in r['images']) for r in loaded]
-    return Method(name, list(reports), list(classes), units, values)
+    return Method(name, list(reports), list(classes), units, values,
+                  [r.get('score_thr') for r in loaded], val_thrs)
 
 
 def load_folds(name: str, pattern: str, split: str, stat: str = 'avg') -> Method:
@@ -155,7 +223,16 @@ def load_images(name: str, pattern: str, split: str) -> Method:
         raise ValueError(f'{sources[0]}: an image (id, file name) appears twice')
     values = {(cls, rate): _as_float([image[rate][c] for image in report['images']])
               for c, cls in enumerate(classes) for rate in RATES}
-    return Method(name, sources, classes, units, values)
+    val_thr = validation_thr(sources[0])
+    counts = image_counts_at(report, val_thr)
+    f1_val = (np.full((len(units), len(classes)), np.nan) if counts is None
+              else detection_rates(*counts)['f1'])
+    for c, cls in enumerate(classes):
+        values[(cls, 'f1_val')] = f1_val[:, c]
+        values[(cls, 'ap')] = _as_float([image['ap'][c] if 'ap' in image else None
+                                         for image in report['images']])
+    return Method(name, sources, classes, units, values, [report.get('score_thr')],
+                  [val_thr])
 
 
 def pair_values(method: Method, ref: Method, cls: str, rate: str, per_image: bool):
@@ -185,8 +262,10 @@ class Cell(NamedTuple):
     p: Optional[float]  # BH-adjusted; None: not tested
 
 
-def build_table(methods: List[Method], ref: str, untested=(), per_image=False):
-    """``{(method, class, rate): Cell}`` and the number of tests in the BH family."""
+def build_table(methods: List[Method], ref: str, untested=(), per_image=False,
+                measures: Sequence[str] = RATES):
+    """``{(method, class, measure): Cell}`` over ``measures`` and the number of tests in
+    the table's BH family."""
     by_name = {m.name: m for m in methods}
     if ref not in by_name:
         raise ValueError(f'--ref {ref!r} is not one of --names {list(by_name)}')
@@ -200,7 +279,7 @@ def build_table(methods: List[Method], ref: str, untested=(), per_image=False):
         if m.name == ref or m.name in untested:
             continue
         for cls in reference.classes:
-            for rate in RATES:
+            for rate in measures:
                 tests.append((m.name, cls, rate))
                 raw_p.append(paired_ttest(*pair_values(m, reference, cls, rate,
                                                        per_image))[1])
@@ -208,7 +287,7 @@ def build_table(methods: List[Method], ref: str, untested=(), per_image=False):
     table = {}
     for m in methods:
         for cls in reference.classes:
-            for rate in RATES:
+            for rate in measures:
                 mean, std = mean_std(m.values[(cls, rate)])
                 table[(m.name, cls, rate)] = Cell(
                     mean, std, adjusted.get((m.name, cls, rate)))
@@ -239,15 +318,16 @@ def _p_text(cell: Cell, show_p: bool, digits: int) -> str:
     return stars or '-'
 
 
-def table_rows(table, methods, untested, digits, show_p, bold):
+def table_rows(table, methods, untested, digits, show_p, bold, measures=RATES):
     """Rows of text cells: ``[class, method, mean, std, p, ...]`` per method and class."""
     classes = methods[0].classes
     rows = []
     for cls in classes:
-        best = {rate: best_methods(table, methods, untested, cls, rate) for rate in RATES}
+        best = {rate: best_methods(table, methods, untested, cls, rate)
+                for rate in measures}
         for m in methods:
             row = [cls, m.name]
-            for rate in RATES:
+            for rate in measures:
                 cell = table[(m.name, cls, rate)]
                 mean, std = _number(cell.mean, digits), _number(cell.std, digits)
                 if m.name in best[rate]:
@@ -257,12 +337,23 @@ def table_rows(table, methods, untested, digits, show_p, bold):
     return rows
 
 
-def format_markdown(table, methods, untested=(), digits=3, show_p=False) -> str:
+def ranking_titles(methods) -> Dict[str, str]:
+    """Column titles of the :data:`RANKING` table: the F1 column names the metric's
+    score threshold when every dump has the same."""
+    thrs = {thr for m in methods for thr in m.score_thrs}
+    f1 = f'F1 at {thrs.pop():g}' if len(thrs) == 1 and None not in thrs else 'F1 at test thr.'
+    return dict(RATE_TITLES, f1=f1)
+
+
+def format_markdown(table, methods, untested=(), digits=3, show_p=False,
+                    measures: Sequence[str] = RATES, titles=None) -> str:
     """The table in Markdown; the class column only when there are several classes."""
-    rows = table_rows(table, methods, untested, digits, show_p, lambda s: f'**{s}**')
+    titles = titles or RATE_TITLES
+    rows = table_rows(table, methods, untested, digits, show_p, lambda s: f'**{s}**',
+                      measures)
     header = ['Class', 'Method']
-    for rate in RATES:
-        header += [f'{RATE_TITLES[rate]} mean', 'std', 'p']
+    for rate in measures:
+        header += [f'{titles[rate]} mean', 'std', 'p']
     if len(methods[0].classes) == 1:
         header, rows = header[1:], [row[1:] for row in rows]
     lines = ['| ' + ' | '.join(header) + ' |',
@@ -275,18 +366,20 @@ def _latex_escape(text: str) -> str:
     return re.sub(r'([&%$#_{}])', r'\\\1', str(text))
 
 
-def format_latex(table, methods, untested=(), digits=3, show_p=False) -> str:
+def format_latex(table, methods, untested=(), digits=3, show_p=False,
+                 measures: Sequence[str] = RATES, titles=None) -> str:
     """The table as a LaTeX ``tabular`` (booktabs, multirow), the paper's layout."""
+    titles = titles or RATE_TITLES
     rows = table_rows(table, methods, untested, digits, show_p,
-                      lambda s: f'\\textbf{{{s}}}')
+                      lambda s: f'\\textbf{{{s}}}', measures)
     multi_class = len(methods[0].classes) > 1
     lead = ['Cell type', 'Method'] if multi_class else ['Method']
-    columns = 'l' * len(lead) + ' ccc' * len(RATES)
+    columns = 'l' * len(lead) + ' ccc' * len(measures)
     first = ' & '.join(f'\\multirow{{2}}{{*}}{{{t}}}' for t in lead)
-    first += ''.join(f' & \\multicolumn{{3}}{{c}}{{{RATE_TITLES[r]}}}' for r in RATES)
+    first += ''.join(f' & \\multicolumn{{3}}{{c}}{{{titles[r]}}}' for r in measures)
     rules = ' '.join(f'\\cmidrule(lr){{{len(lead) + 3 * i + 1}-{len(lead) + 3 * i + 3}}}'
-                     for i in range(len(RATES)))
-    second = ' & ' * (len(lead) - 1) + ''.join(' & mean & std & $p$' for _ in RATES)
+                     for i in range(len(measures)))
+    second = ' & ' * (len(lead) - 1) + ''.join(' & mean & std & $p$' for _ in measures)
     lines = [f'\\begin{{tabular}}{{{columns}}}', '\\toprule', first + ' \\\\', rules,
              second + ' \\\\', '\\midrule']
     previous = None
@@ -313,13 +406,69 @@ def footnote(methods, ref, per_image, num_tests, stat) -> str:
             'tests of this table; ** p < 0.01, * p < 0.05, n.s. otherwise.')
 
 
+def ranking_footnote(methods, ref, per_image, num_tests, stat) -> str:
+    """What the :data:`RANKING` table's numbers are, and how many runs lack a
+    validation threshold."""
+    thrs = [thr for m in methods for thr in m.val_score_thrs]
+    note = (f'{footnote(methods, ref, per_image, num_tests, stat)} F1 at val. thr.: the '
+            'test F1 at the score threshold the run\'s validation selected (pu_score_thr '
+            'of its val_per_image.json), from the same test pass. AP: all-point '
+            'interpolated average precision of every detection the model outputs, '
+            'matched as for F1, ranked over the test set.')
+    missing = sum(thr is None for thr in thrs)
+    if missing:
+        note += (f' {missing} of {len(thrs)} runs have no validation threshold (no '
+                 'validation dump, or no candidate found a labeled cell): their F1 at '
+                 'val. thr. is undefined (-) and left out.')
+    return note
+
+
+class Comparison(NamedTuple):
+    """Both tables of a comparison (:func:`compare`).
+
+    ``rates``: the :data:`RATES` table and its number of tests; ``ranking``: the
+    :data:`RANKING` table and its number of tests (each table its own BH family).
+    """
+    methods: List[Method]
+    ref: str
+    untested: Sequence[str]
+    per_image: bool
+    rates: dict
+    rate_tests: int
+    ranking: dict
+    ranking_tests: int
+
+
+def compare(methods: List[Method], ref: str, untested=(), per_image=False) -> Comparison:
+    """The :data:`RATES` and :data:`RANKING` tables of ``methods`` against ``ref``."""
+    rates, rate_tests = build_table(methods, ref, untested, per_image)
+    ranking, ranking_tests = build_table(methods, ref, untested, per_image, RANKING)
+    return Comparison(methods, ref, list(untested), per_image, rates, rate_tests, ranking,
+                      ranking_tests)
+
+
+def format_comparison(comparison: Comparison, stat: str = 'avg', fmt: str = 'md',
+                      digits: int = 3, show_p: bool = False) -> str:
+    """Both tables, each followed by its note (``fmt``: ``'md'`` or ``'latex'``, whose
+    notes are ``%`` comments)."""
+    c = comparison
+    formatter = format_latex if fmt == 'latex' else format_markdown
+    prefix = '% ' if fmt == 'latex' else ''
+    rates = formatter(c.rates, c.methods, c.untested, digits, show_p)
+    ranking = formatter(c.ranking, c.methods, c.untested, digits, show_p, RANKING,
+                        ranking_titles(c.methods))
+    notes = (footnote(c.methods, c.ref, c.per_image, c.rate_tests, stat),
+             ranking_footnote(c.methods, c.ref, c.per_image, c.ranking_tests, stat))
+    return f'{rates}\n\n{prefix}{notes[0]}\n\n{ranking}\n\n{prefix}{notes[1]}'
+
+
 def _plain(value):
     """A float for JSON: NaN becomes None."""
     return None if value is None or np.isnan(value) else float(value)
 
 
-def table_dict(table, methods) -> dict:
-    """The table as JSON-ready data: ``{method: {class: {rate: {...}}}}``.
+def table_dict(table, methods, measures: Sequence[str] = RATES) -> dict:
+    """The table as JSON-ready data: ``{method: {class: {measure: {...}}}}``.
 
     Each entry holds ``mean``, ``std``, ``p`` (BH-adjusted, None when not tested) and
     ``values`` (one per unit, in the methods' unit order); NaN is None.
@@ -328,9 +477,16 @@ def table_dict(table, methods) -> dict:
                                       std=_plain(table[(m.name, cls, rate)].std),
                                       p=_plain(table[(m.name, cls, rate)].p),
                                       values=[_plain(v) for v in m.values[(cls, rate)]])
-                           for rate in RATES}
+                           for rate in measures}
                      for cls in m.classes}
             for m in methods}
+
+
+def ranking_dict(table, num_tests: int, methods) -> dict:
+    """A :data:`RANKING` table as JSON-ready data, with its number of tests and the
+    validation threshold of every unit's run (None: none)."""
+    return dict(table=table_dict(table, methods, RANKING), num_tests=num_tests,
+                val_score_thrs={m.name: list(m.val_score_thrs) for m in methods})
 
 
 def draw_rates(ax, table, methods, cls, title=None):

@@ -4,14 +4,18 @@ True positives are drawn green, false positives red (both as the predicted boxes
 false negatives yellow (the missed ground-truth boxes), one picture per class, with the
 class name and the counts, in the same colours, in a band above the image. Matching is the metric's
 (:func:`mmdet_pu.evaluation.matching.match_image`), so the picture shows exactly what
-:class:`CellDetMetric` counted.
+:class:`CellDetMetric` counted. :func:`overlays_from_dump` draws them from a prediction
+dump (``tools/test.py --out``) and the COCO annotations (:func:`read_coco_ground_truth`).
 """
+import json
 import os
 import os.path as osp
 import re
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import cv2
+import mmcv
+import mmengine
 import numpy as np
 
 from .matching import match_image
@@ -117,3 +121,65 @@ def save_cell_overlays(out_dir: str, img_path: str, overlays: Dict[str, np.ndarr
         if not cv2.imwrite(paths[name], picture):
             raise OSError(f'could not write overlay {paths[name]}')
     return list(paths.values())
+
+
+def read_coco_ground_truth(ann_file: str):
+    """``{image id: (file_name, boxes xyxy, labels)}`` and the class names."""
+    with open(ann_file) as f:
+        coco = json.load(f)
+    for field in ('images', 'annotations', 'categories'):
+        if field not in coco:
+            raise ValueError(f'{ann_file}: field {field!r} missing; expected COCO json')
+    classes = [c['name'] for c in coco['categories']]
+    label_of = {c['id']: i for i, c in enumerate(coco['categories'])}
+    boxes = {image['id']: [] for image in coco['images']}
+    labels = {image['id']: [] for image in coco['images']}
+    for i, ann in enumerate(coco['annotations']):
+        if ann['image_id'] not in boxes or ann['category_id'] not in label_of:
+            raise ValueError(f'{ann_file}: annotations[{i}] refers to image '
+                             f'{ann["image_id"]} / category {ann["category_id"]}, '
+                             'which the file does not define')
+        x, y, w, h = ann['bbox']
+        boxes[ann['image_id']].append([x, y, x + w, y + h])
+        labels[ann['image_id']].append(label_of[ann['category_id']])
+    gt = {image['id']: (image['file_name'],
+                        np.array(boxes[image['id']], dtype=np.float64).reshape(-1, 4),
+                        np.array(labels[image['id']], dtype=np.int64))
+          for image in coco['images']}
+    return gt, classes
+
+
+def _numpy(value):
+    return value.numpy() if hasattr(value, 'numpy') else np.asarray(value)
+
+
+def overlays_from_dump(preds: str, ann_file: str, out_dir: str,
+                       img_dir: Optional[str] = None, score_thr: float = 0.5,
+                       iou_thr: float = 0.5, radius: Optional[float] = None,
+                       style: str = 'box') -> List[str]:
+    """Overlays of every image of a prediction dump (``tools/test.py --out``).
+
+    Label ``i`` is the ``i``-th entry of the annotation file's ``categories`` (mmdet's
+    ``CocoDataset`` order); images are read from the path stored in the dump, or from
+    ``img_dir/<file_name>``. Returns the PNGs written (:func:`save_cell_overlays`).
+    """
+    gt, classes = read_coco_ground_truth(ann_file)
+    written = []
+    for i, result in enumerate(mmengine.load(preds)):
+        img_id = result.get('img_id')
+        if img_id not in gt:
+            raise ValueError(f'{preds}: item {i} has img_id {img_id!r}, which is '
+                             f'not an image of {ann_file}')
+        file_name, gt_bboxes, gt_labels = gt[img_id]
+        img_path = (osp.join(img_dir, file_name) if img_dir
+                    else result.get('img_path'))
+        if not img_path or not osp.isfile(img_path):
+            raise FileNotFoundError(f'image {img_path!r} of img_id {img_id} not found; '
+                                    'pass --img-dir')
+        pred = result['pred_instances']
+        overlays = render_cell_overlays(
+            mmcv.imread(img_path), _numpy(pred['bboxes']), _numpy(pred['scores']),
+            _numpy(pred['labels']), gt_bboxes, gt_labels, classes,
+            score_thr=score_thr, iou_thr=iou_thr, radius=radius, style=style)
+        written += save_cell_overlays(out_dir, img_path, overlays)
+    return written

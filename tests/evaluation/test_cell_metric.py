@@ -232,3 +232,28 @@ def test_bad_arguments_fail_clearly():
     evaluator = Evaluator(CellDetMetric())
     with pytest.raises(RuntimeError, match='dataset_meta'):
         evaluator.process(binary_images()[:1])
+
+
+def test_ap_and_ranked_detections_in_the_log_and_the_dump(tmp_path):
+    # image 1: cells A, B; detections TP on A (0.9), FP (0.8), TP on B (0.3 < score_thr)
+    # image 2: cell C; an FP (0.6), none on C
+    images = [sample([box(0, 0), box(100, 100), box(50, 0)], [0.9, 0.8, 0.3], [0, 0, 0],
+                     [box(0, 0), box(50, 0)], [0, 0], img_id=1),
+              sample([box(200, 200)], [0.6], [0], [box(0, 0)], [0], img_id=2)]
+    metrics = evaluate(images, out_dir=str(tmp_path))
+    # ranked over the set: 0.9 TP, 0.8 FP, 0.6 FP, 0.3 TP with 3 cells
+    assert metrics['cell/cell/ap'] == pytest.approx(1 / 3 + 1 / 3 * 2 / 4)
+    assert metrics['cell/ap'] == metrics['cell/cell/ap']
+    assert (metrics['cell/cell/tp'], metrics['cell/cell/fp']) == (1, 2)  # at 0.5
+    report = json.loads((tmp_path / 'test_per_image.json').read_text())
+    first, second = report['images']
+    assert first['detections'] == dict(scores=pytest.approx([0.9, 0.8, 0.3]),
+                                       labels=[0, 0, 0], matched=[True, False, True])
+    assert first['ap'] == [pytest.approx(1 / 2 + 1 / 2 * 2 / 3)] and second['ap'] == [0.0]
+
+
+def test_multi_class_ap_leaves_out_classes_without_cells():
+    images = [sample([box(0, 0), box(50, 0)], [0.9, 0.7], [0, 1], [box(0, 0)], [0])]
+    metrics = evaluate(images, classes=('a', 'b'))
+    assert metrics['cell/a/ap'] == 1.0 and math.isnan(metrics['cell/b/ap'])
+    assert metrics['cell/ap'] == 1.0

@@ -1,16 +1,17 @@
-"""tools/estimate_vs_sweep.py: the per-seed comparison, the summary, and a tiny real study."""
+"""The estimate against the sweep (mmdet_pu.prior.versus, tools/estimate_vs_sweep.py):
+the per-seed comparison, the summary, and a tiny real study."""
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
+from mmdet_pu.prior import versus as study
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
-from tests.tools import load_tool
-
-study = load_tool('estimate_vs_sweep')
 
 ROI_KEY = 'model.roi_head.bbox_head.loss_cls.prior'
 RPN_KEY = 'model.rpn_head.loss_cls.prior'
@@ -103,27 +104,25 @@ def test_summary_counts_seeds_and_costs_trainings():
         'validation recall 1 of 2' in text
 
 
-def test_input_errors_are_clear(tmp_path, capsys):
+def test_input_errors_are_clear(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
-    for argv, message in (
-            (['--seeds', '0', '0', '--values', '0.2'], '--seeds repeat'),
-            (['--seeds', '0', '--values', '1.2'], 'prior 1.2: expected a value in (0, 1)'),
-            (['--seeds', '0', '--values', '0.2', '--cfg-options', 'randomness.seed=1'],
-             'the seed is set by --seeds')):
-        with pytest.raises(SystemExit):
-            study.parse_args([config, *argv])
-        assert message in capsys.readouterr().err
-    with pytest.raises(SystemExit, match='no PULoss prior and no PriorUpdateHook'):
-        study.main([str(REPO / 'configs/synthetic/synthetic_keep1_ce.py'), '--seeds', '0',
-                    '--values', '0.2', '--work-dir', str(tmp_path)])
+    proc = subprocess.run(
+        [sys.executable, 'tools/estimate_vs_sweep.py', config, '--seeds', '0', '--values',
+         '1.2'], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert 'prior 1.2: expected a value in (0, 1)' in proc.stderr
+    with pytest.raises(ValueError, match='no PULoss prior and no PriorUpdateHook'):
+        study.run_study(str(REPO / 'configs/synthetic/synthetic_keep1_ce.py'), [0], [0.2],
+                        str(tmp_path))
     # a config that cannot select fails before any training starts
-    with pytest.raises(SystemExit, match='must include CellDetMetric'):
-        study.main([config, '--seeds', '0', '--values', '0.2', '--work-dir', str(tmp_path),
-                    '--cfg-options', 'val_evaluator.type=CocoMetric'])
+    with pytest.raises(ValueError, match='must include CellDetMetric'):
+        study.run_study(config, [0], [0.2], str(tmp_path),
+                        cfg_options=['val_evaluator.type=CocoMetric'])
     assert not any(tmp_path.iterdir())
 
 
-def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch, capsys):
+def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch):
     """One seed, the sweep {0.2, 0.3 (provisional, the config's)}, 2 iterations each."""
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)
@@ -133,9 +132,12 @@ def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch, capsys)
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
         filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
     work = tmp_path / 'study'
-    argv = [config, '--seeds', '0', '--values', '0.2', '--jobs', '2',
-            '--estimate-options=--split val', '--work-dir', str(work)]
-    results = study.main(argv)
+
+    def run():
+        return study.run_study(config, [0], [0.2], str(work), jobs=2,
+                               estimate_options=['--split', 'val'], echo=lambda msg: None)
+
+    results = run()
 
     assert results['keys'] == [RPN_KEY, ROI_KEY] and results['provisional'] == 0.3
     assert results['values'] == [0.2, 0.3]
@@ -170,12 +172,13 @@ def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch, capsys)
         expected_f1 = f1 if f1 is not None else pytest.approx(math.nan, nan_ok=True)
         assert got['test_f1'] == expected_f1
     assert compared['chosen']['prior'] in (0.2, 0.3)
+    text = study.write_study(str(work), results)
     assert json.loads((work / 'results.json').read_text())['summary']['seeds'] == 1
-    text = (work / 'results.md').read_text()
-    assert text in capsys.readouterr().out
+    assert (work / 'results.md').read_text() == text == study.format_markdown(results)
+    assert (seed / 'estimate_prior.log').read_text().startswith('\n$ ')
 
     # a second call trains and estimates nothing again
     mtimes = {p: p.stat().st_mtime for p in (seed / 'prior.json',
                                              seed / 'estimate' / 'iter_2.pth')}
-    assert json.dumps(study.main(argv)['per_seed']) == json.dumps(results['per_seed'])
+    assert json.dumps(run()['per_seed']) == json.dumps(results['per_seed'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from mmdet_pu.evaluation import prior_selection
+from mmdet_pu.prior import selection as prior_selection
 
 
 def test_choice_by_average_recall_ties_to_smaller_prior():

@@ -3,11 +3,13 @@
 A :class:`Run` trains one config with ``tools/train.py`` into its own work dir and then
 evaluates the last checkpoint with ``tools/test.py`` (the config's test loop and
 ``CellDetMetric``) in the same work dir, so its test dump is
-``<work dir>/cell_metrics/test_per_image.json``. :func:`run_all` runs a list of them,
-``jobs`` at a time with ``cores // jobs`` threads each (``OMP_NUM_THREADS``); a slot
-trains a run and then tests it, so the tests of finished runs overlap the training of
-the others. Every subprocess appends its output to ``<work dir>/run.log``.
-``tools/repeat.py`` (seeds x folds) and ``tools/demo.py`` schedule through here.
+``<work dir>/cell_metrics/test_per_image.json``; a run made with ``test=False`` only
+trains (a prior sweep reads the validation dump that training leaves). :func:`run_all`
+runs a list of them, ``jobs`` at a time with ``cores // jobs`` threads each
+(``OMP_NUM_THREADS``); a slot trains a run and then tests it, so the tests of finished
+runs overlap the training of the others. Every subprocess appends its output to
+``<work dir>/run.log``. Every tool that trains schedules through here;
+:func:`start_tool` starts any other ``tools/`` script the same way.
 
 Runs are resumable: what a run still needs is read from its work dir.
 
@@ -16,7 +18,8 @@ state     found in the work dir                                           what r
 ========  ==============================================================  ============
 tested    a valid ``cell_metrics/test_per_image.json``                    nothing
 trained   ``run.json`` with ``"trained": true`` (written when training    the test
-          exits successfully)
+          exits successfully)                                             (none if
+                                                                          test=False)
 partial   ``last_checkpoint`` (training was interrupted)                  training with
                                                                           ``--resume``,
                                                                           then the test
@@ -38,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from mmdet_pu.evaluation.comparison import report_path
+from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.io.atomic import write_json_atomic
 
 #: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).
@@ -77,6 +80,33 @@ def check_run_arguments(parser, jobs: int, cfg_options: Sequence[str], **lists) 
     for option in cfg_options:
         if option.split('=')[0].startswith('randomness.seed'):
             parser.error(f'--cfg-options {option}: the seed is set by --seeds')
+
+
+def tool_command(script: str, *args, tools_dir=TOOLS_DIR) -> List[str]:
+    """``python tools/<script> ARGS...`` with this interpreter."""
+    return [sys.executable, str(Path(tools_dir) / script), *map(str, args)]
+
+
+def start_tool(command: Sequence[str], log: str, threads: int,
+               tools_dir=TOOLS_DIR) -> subprocess.Popen:
+    """Start a ``tools/`` command (:func:`tool_command`) with :func:`tool_env`; the
+    command line and then its output are appended to ``log``."""
+    with open(log, 'a') as f:
+        f.write(f'\n$ {shlex.join(command)}\n')
+        f.flush()
+        return subprocess.Popen(list(command), env=tool_env(threads, tools_dir), stdout=f,
+                                stderr=subprocess.STDOUT)
+
+
+def log_tail(log: str, lines: int = 30) -> str:
+    """The last ``lines`` lines of a log file."""
+    with open(log, errors='replace') as f:
+        return ''.join(f.readlines()[-lines:])
+
+
+def default_work_dir(config: str, suffix: str = '') -> str:
+    """``work_dirs/<config stem><suffix>``: a tool's folder when it is given none."""
+    return osp.join('work_dirs', Path(config).stem + suffix)
 
 
 def run_dir(work_dir: str, config: str, seed: int, fold: Optional[int] = None) -> str:
@@ -146,16 +176,18 @@ class Run:
         show_dir: passed to ``tools/test.py --show-dir`` (TP/FP/FN overlays under
             ``<work dir>/<timestamp>/<show_dir>``); None paints nothing.
         tools_dir: where ``train.py`` and ``test.py`` are.
+        test: test after training; False: the run is finished once trained.
     """
 
     def __init__(self, config: str, work_dir: str, options: Sequence[str] = (),
                  name: Optional[str] = None, show_dir: Optional[str] = None,
-                 tools_dir=TOOLS_DIR):
+                 tools_dir=TOOLS_DIR, test: bool = True):
         self.config, self.work_dir = str(config), str(work_dir)
         self.options = [str(o) for o in options]
         self.name = name or self.work_dir
         self.show_dir = show_dir
         self.tools_dir = Path(tools_dir)
+        self.test = test
         self.log = osp.join(self.work_dir, 'run.log')
         self.record_file = osp.join(self.work_dir, 'run.json')
         self.report = report_path(self.work_dir, 'test')
@@ -192,13 +224,24 @@ class Run:
 
     def state(self) -> str:
         """``'tested'``, ``'trained'``, ``'partial'`` or ``'new'`` (module docstring)."""
-        if self.tested():
+        if self.test and self.tested():
             return 'tested'
         if (self.record() or {}).get('trained'):
             return 'trained'
         if osp.isfile(osp.join(self.work_dir, 'last_checkpoint')):
             return 'partial'
         return 'new'
+
+    def finished(self) -> bool:
+        """Nothing left to run: tested, or trained for a run without a test."""
+        return self.state() == ('tested' if self.test else 'trained')
+
+    def forget(self) -> None:
+        """Make the run start anew: remove ``run.json`` and ``last_checkpoint`` (the
+        checkpoints, logs and dumps stay until the new run overwrites them)."""
+        for path in (self.record_file, osp.join(self.work_dir, 'last_checkpoint')):
+            if osp.isfile(path):
+                os.remove(path)
 
     @property
     def train_seconds(self) -> Optional[float]:
@@ -213,15 +256,15 @@ class Run:
 
     # -- commands ------------------------------------------------------------------
     def train_command(self) -> List[str]:
-        command = [sys.executable, str(self.tools_dir / 'train.py'), self.config,
-                   '--work-dir', self.work_dir]
+        command = tool_command('train.py', self.config, '--work-dir', self.work_dir,
+                               tools_dir=self.tools_dir)
         if self.state() == 'partial':
             command.append('--resume')
         return command + (['--cfg-options', *self.options] if self.options else [])
 
     def test_command(self, checkpoint: str) -> List[str]:
-        command = [sys.executable, str(self.tools_dir / 'test.py'), self.config,
-                   checkpoint, '--work-dir', self.work_dir]
+        command = tool_command('test.py', self.config, checkpoint, '--work-dir',
+                               self.work_dir, tools_dir=self.tools_dir)
         if self.show_dir:
             command += ['--show-dir', self.show_dir]
         return command + (['--cfg-options', *self.options] if self.options else [])
@@ -229,8 +272,10 @@ class Run:
     def shell_commands(self) -> str:
         """The shell line that does what the run still needs (for ``--dry-run``)."""
         state = self.state()
-        if state == 'tested':
+        if self.finished():
             return ''
+        if not self.test:
+            return shlex.join(self.train_command())
         checkpoint = '"$(cat {})"'.format(
             shlex.quote(osp.join(self.work_dir, 'last_checkpoint')))
         test = shlex.join(self.test_command('CHECKPOINT')).replace('CHECKPOINT', checkpoint)
@@ -245,11 +290,7 @@ class Run:
 
     # -- running -------------------------------------------------------------------
     def _spawn(self, command, threads):
-        with open(self.log, 'a') as log:
-            log.write(f'\n$ {shlex.join(command)}\n')
-            log.flush()
-            self.proc = subprocess.Popen(command, env=tool_env(threads, self.tools_dir),
-                                         stdout=log, stderr=subprocess.STDOUT)
+        self.proc = start_tool(command, self.log, threads, self.tools_dir)
 
     def start(self, threads: int) -> None:
         """Start what the run still needs: training (then the test) or the test."""
@@ -284,6 +325,9 @@ class Run:
             _write_json(self.record_file, dict(
                 config=self.config, options=self.options, trained=True,
                 train_seconds=round(time.time() - self._started, 1)))
+            if not self.test:
+                self.stage = 'done'
+                return 'done'
             self._start_test()
             return 'running'
         if not self.tested():
@@ -303,8 +347,7 @@ class Run:
                 self.proc.kill()
 
     def log_tail(self, lines: int = 30) -> str:
-        with open(self.log, errors='replace') as f:
-            return ''.join(f.readlines()[-lines:])
+        return log_tail(self.log, lines)
 
     def progress(self) -> str:
         """A short status: training iteration and loss, or the stage."""
@@ -321,7 +364,7 @@ class Run:
 
 def run_all(runs: Sequence[Run], jobs: int = 1, echo: Callable[[str], None] = print,
             status_every: float = 60, poll_every: float = 2) -> None:
-    """Train and test every run that is not tested yet, ``jobs`` at a time.
+    """Train and test every run that is not finished yet, ``jobs`` at a time.
 
     Runs are started in the given order; a run that fails does not stop the others.
 
@@ -333,10 +376,11 @@ def run_all(runs: Sequence[Run], jobs: int = 1, echo: Callable[[str], None] = pr
     """
     for run in runs:
         run.check_record()
-    pending = [run for run in runs if run.state() != 'tested']
+    pending = [run for run in runs if not run.finished()]
     trained = sum(run.state() == 'trained' for run in pending)
     threads = max(1, available_cores() // max(1, jobs))
-    echo(f'{len(runs) - len(pending)} of {len(runs)} runs already tested, {trained} '
+    done = 'tested' if any(run.test for run in runs) else 'trained'
+    echo(f'{len(runs) - len(pending)} of {len(runs)} runs already {done}, {trained} '
          f'only need the test; running {len(pending)}, {jobs} at a time with {threads} '
          'thread(s) each')
     active, failed, last_status = [], [], time.time()
@@ -355,7 +399,7 @@ def run_all(runs: Sequence[Run], jobs: int = 1, echo: Callable[[str], None] = pr
                     echo(f'FAILED {run.name}: {run.error}')
                     failed.append(run)
                 elif result == 'done':
-                    echo(f'tested {run.name}')
+                    echo(f'{"tested" if run.test else "trained"} {run.name}')
                 else:
                     if run.stage != stage:
                         echo(f'trained {run.name} in {run.train_seconds / 60:.1f} min; '

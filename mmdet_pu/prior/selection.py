@@ -1,5 +1,4 @@
-"""Choosing the class prior from validation runs (``tools/sweep_prior.py``,
-``tools/estimate_vs_sweep.py``).
+"""Choosing the class prior from validation runs (docs/method.md#prior-selection).
 
 Each candidate prior is one training whose last validation wrote
 ``<run dir>/cell_metrics/val_per_image.json`` (``CellDetMetric``). The paper chooses the
@@ -15,8 +14,9 @@ import os.path as osp
 
 import numpy as np
 
-from mmdet_pu.apis.prior_keys import get_key, type_name
+from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
+from .keys import get_key, type_name
 
 SELECTION_METRIC = 'avg_recall'
 COLUMNS = ('avg_recall', 'avg_precision', 'avg_f1', 'pooled_recall', 'pooled_precision',
@@ -54,7 +54,7 @@ def read_val_metrics(run_dir):
     metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
     criterion needs.
     """
-    path = osp.join(run_dir, 'cell_metrics', 'val_per_image.json')
+    path = report_path(run_dir, 'val')
     if not osp.exists(path):
         return None
     with open(path) as f:
@@ -132,7 +132,7 @@ def _band(text):
 
 def add_selection_arguments(parser) -> None:
     """``--band`` (:func:`recall_band`'s tolerance) and ``--key`` (the config keys that
-    hold the prior; default :func:`mmdet_pu.apis.prior_keys.find_prior_keys`), as the
+    hold the prior; default :func:`.keys.find_prior_keys`), as the
     prior tools take them."""
     parser.add_argument('--band', type=_band, default=0.02,
                         help='recall band: values whose validation average recall is '

@@ -16,16 +16,21 @@ detector (eval mode, no gradients) and reproduces what training samples:
 
 Each sampled sample is then assigned again, by the same assigner on the same candidates,
 with the pseudo-complete cells (labeled cells + the detector's own detections with
-``score >= score_thr`` after the test NMS, :func:`~.prior_estimation.pseudo_complete`)
+``score >= score_thr`` after the test NMS, :func:`~.estimation.pseudo_complete`)
 and, when given, with the complete cells: the positives of those assignments are the
-true positives the estimators count (:mod:`.prior_estimation`). Samplers draw at random
+true positives the estimators count (:mod:`.estimation`). Samplers draw at random
 (``torch`` RNG): seed it for repeatable estimates.
+
+:func:`draw_split` does this over the images of a config's split, loaded through the
+validation pipeline (no random transforms) with the split's deletion applied as its
+loader does; with ``complete`` also the complete annotations of the same images.
 """
 from typing import List, Optional, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from mmengine.dataset import pseudo_collate
 from mmengine.structures import InstanceData
 from torch import Tensor
 
@@ -33,8 +38,9 @@ from mmdet.models.task_modules.prior_generators import anchor_inside_flags
 from mmdet.models.utils import unpack_gt_instances
 from mmdet.structures.bbox import bbox2roi, get_box_tensor
 
-from ..models.losses.pu_loss import cross_entropy_terms
-from .prior_estimation import ImageSamples, pseudo_complete
+from mmdet_pu.models.losses.pu_loss import cross_entropy_terms
+from .estimation import ImageSamples, pseudo_complete
+from .keys import type_name
 
 
 def _cells(instances: InstanceData):
@@ -167,7 +173,7 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
 @torch.no_grad()
 def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
                   complete: Optional[Sequence[InstanceData]] = None) -> List[ImageSamples]:
-    """:class:`~.prior_estimation.ImageSamples` of every image of ``data_batch``.
+    """:class:`~.estimation.ImageSamples` of every image of ``data_batch``.
 
     Args:
         model: a two-stage detector with an RPN, built with ``train_cfg`` (its assigners
@@ -227,4 +233,65 @@ def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
             pseudo_cells=np.bincount(cell_labels, minlength=num_classes)[:num_classes],
             complete_cells=None if truth is None else _class_counts(
                 truth.labels.long(), num_classes)))
+    return images
+
+
+def split_dataset_config(cfg, split: str, complete: bool = False,
+                         config_file: str = 'config') -> dict:
+    """The dataset config of ``split`` (``'train'`` or ``'val'``) with the validation
+    (else test) pipeline, which has no random transforms; ``complete`` drops the
+    deletion (a ``CellCocoDataset`` only)."""
+    loader = cfg.get(f'{split}_dataloader', None)
+    if not loader or 'dataset' not in loader:
+        raise ValueError(f'{config_file}: {split}_dataloader is not set; estimate on '
+                         'a config that has it (or the other --split)')
+    pipeline = None
+    for name in ('test', 'val'):
+        other = cfg.get(f'{name}_dataloader', None) or {}
+        pipeline = other.get('dataset', {}).get('pipeline', pipeline)
+    if pipeline is None:
+        raise ValueError(f'{config_file}: neither val_dataloader nor test_dataloader has '
+                         'a dataset pipeline to load the images without augmentation')
+    dataset = loader.dataset.copy()
+    dataset['pipeline'] = pipeline
+    if complete:
+        if type_name(dataset) != 'CellCocoDataset':
+            raise ValueError(f'{config_file}: {split}_dataloader.dataset is a '
+                             f'{type_name(dataset)}: '
+                             '--oracle needs a CellCocoDataset, whose deletion it switches '
+                             'off for the complete annotations')
+        dataset['deletion'] = None
+    return dataset
+
+
+def even_indices(total: int, num: Optional[int] = None) -> List[int]:
+    """``num`` indices evenly spaced over ``range(total)`` (all of them by default)."""
+    if num is None or num >= total:
+        return list(range(total))
+    return sorted(set(np.linspace(0, total - 1, num).round().astype(int).tolist()))
+
+
+def draw_split(model, dataset, indices: Sequence[int], score_thr: float = 0.5,
+               complete=None, device='cpu') -> List[ImageSamples]:
+    """:func:`sample_stages` of the images ``indices`` of ``dataset``, one at a time.
+
+    Args:
+        model: the detector (eval mode, on ``device``).
+        dataset: the split's dataset (:func:`split_dataset_config`).
+        indices: which images.
+        score_thr: detections with a lower score are not pseudo-complete cells.
+        complete: the same images with their complete annotations, or None.
+        device: where the complete cells go (the model's device).
+    """
+    images = []
+    for idx in indices:
+        batch = pseudo_collate([dataset[idx]])
+        truth = None
+        if complete is not None:
+            item = complete[idx]
+            if item['data_samples'].img_id != batch['data_samples'][0].img_id:
+                raise RuntimeError(f'image {idx}: the complete annotation file lists '
+                                   'another image; the two datasets differ')
+            truth = [item['data_samples'].gt_instances.to(device)]
+        images += sample_stages(model, batch, score_thr, truth)
     return images

@@ -9,11 +9,10 @@ from mmengine.structures import InstanceData
 
 from mmdet.models.dense_heads import RPNHead
 from mmdet.registry import MODELS
-from mmdet_pu.evaluation.prior_estimation import (ImageSamples, best_bin_estimate,
-                                                  estimate_priors, prior_from_mixture,
-                                                  pseudo_complete, recommend,
-                                                  risk_matched_priors)
-from mmdet_pu.evaluation.prior_samples import roi_samples, rpn_samples
+from mmdet_pu.prior.estimation import (ImageSamples, best_bin_estimate, estimate_priors,
+                                       prior_from_mixture, pseudo_complete, recommend,
+                                       risk_matched_priors)
+from mmdet_pu.prior.samples import roi_samples, rpn_samples
 
 
 def _beta_mixture(alpha, n=2000, seed=0):

@@ -1,4 +1,5 @@
-"""The README's first command, shortened: the demo runs end to end over seeds and reports."""
+"""The README's first command, shortened: the demo (mmdet_pu.experiments.demo, a preset of
+repeat) runs end to end over seeds and reports."""
 import json
 import os
 import subprocess
@@ -7,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
+from mmdet_pu.evaluation.comparison import OVERALL, RANKING, build_table, load_runs
+from mmdet_pu.experiments import demo
+from mmdet_pu.experiments.runs import Run
 from tests._data import REPO
-from tests.tools import load_tool
-from tests.tools.test_compare import dump
-
-demo = load_tool('demo')
+from tests.evaluation.test_comparison import dump
 
 
 def test_short_demo_over_two_seeds_end_to_end(tmp_path):
@@ -48,6 +49,16 @@ def test_short_demo_over_two_seeds_end_to_end(tmp_path):
             assert record['options'][-1] == f'randomness.seed={k}'
     assert (work_dir / 'figure.png').stat().st_size > 10_000
     assert (work_dir / 'results.md').read_text().startswith('| method |')
+    # the ranking table: every method but the upper bound tested against PU, the runs'
+    # validation thresholds those of their validation dumps
+    ranking = results['ranking']
+    assert ranking['num_tests'] == 6  # CE and naive PU x (F1 at 0.5, at val. thr., AP)
+    assert ranking['table']['upper bound']['mitosis']['ap']['p'] is None
+    for name, dirs in results['runs'].items():
+        for d, thr in zip(dirs, ranking['val_score_thrs'][name]):
+            val = json.load(open(os.path.join(d, 'cell_metrics', 'val_per_image.json')))
+            assert thr == val['metrics']['cell/pu_score_thr']
+    assert '| Method | F1 at 0.5 mean | std | p | F1 at val. thr. mean |' in proc.stdout
 
     # a second call reuses every run and prints the same table
     again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
@@ -68,17 +79,20 @@ def test_multi_class_summary_uses_the_mean_over_classes(tmp_path):
     for name, per_seed in counts.items():
         plan[name] = []
         for seed, c in enumerate(per_seed):
-            run = demo.Run('x.py', str(tmp_path / name / f'seed{seed}'))
+            run = Run('x.py', str(tmp_path / name / f'seed{seed}'))
             dump(tmp_path / name / f'seed{seed}', {0: c}, classes)
             (tmp_path / name / f'seed{seed}' / 'run.json').write_text(json.dumps(dict(
                 config='x.py', options=[], trained=True, train_seconds=60.0)))
             plan[name].append(run)
-    methods = [demo.load_runs(name, [r.report for r in runs], overall=True)
+    methods = [load_runs(name, [r.report for r in runs], overall=True)
                for name, runs in plan.items()]
-    table, num_tests = demo.build_table(methods, 'multi-class PU', untested=['upper bound'])
+    table, num_tests = build_table(methods, 'multi-class PU', untested=['upper bound'])
     assert num_tests == 12  # CE vs multi-class PU: 3 classes and their mean x 3 rates
+    ranking, ranking_tests = build_table(methods, 'multi-class PU', ['upper bound'],
+                                         measures=RANKING)
+    assert ranking_tests == 12 and np.isnan(ranking[('CE baseline', OVERALL, 'f1_val')].p)
     rows, main_class = demo.summarise('multi', plan, methods, table)
-    assert main_class == demo.OVERALL
+    assert main_class == OVERALL
 
     def f1(tp, fp, fn):
         return 2 * tp / (2 * tp + fp + fn)
@@ -93,7 +107,22 @@ def test_multi_class_summary_uses_the_mean_over_classes(tmp_path):
     assert pu['train_minutes'] == 1.0
     claim, line = demo.significance('multi', methods, table, num_tests, main_class)
     assert line.startswith('multi-class PU > CE baseline on F1 over 3 seeds: significant')
-    assert claim['p'] == pytest.approx(table[('CE baseline', demo.OVERALL, 'f1')].p)
+    assert claim['p'] == pytest.approx(table[('CE baseline', OVERALL, 'f1')].p)
     md = demo.markdown_table(rows, methods[0].classes)
     assert md.splitlines()[0] == ('| method | recall | precision | F1 | F1 tumor | '
                                   'F1 lymphocyte | F1 stromal | gap closed |')
+
+
+def test_the_demo_is_a_preset_of_repeat(tmp_path):
+    """Its runs: every method x seed of the preset on the prepared data, seed-major."""
+    plan = demo.plan_demo('binary', str(tmp_path / 'w'), 'data/x', [3, 4], iters=10)
+    assert list(plan) == ['CE baseline', 'naive PU', 'PU', 'upper bound']
+    pu = plan['PU']
+    assert pu[0].config == str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
+    assert pu[1].work_dir == str(tmp_path / 'w' / 'synthetic_keep1_pu' / 'seed4')
+    assert pu[0].options == [
+        'train_dataloader.dataset.data_root=data/x/', 'val_dataloader.dataset.data_root='
+        'data/x/', 'test_dataloader.dataset.data_root=data/x/', 'train_cfg.max_iters=10',
+        'train_cfg.val_interval=10', 'default_hooks.checkpoint.interval=10',
+        'param_scheduler.0.milestones=[8]', 'randomness.seed=3']
+    assert [run.show_dir for run in pu] == ['overlays', None]  # the first seed's

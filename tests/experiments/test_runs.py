@@ -1,13 +1,17 @@
-"""The run scheduler of mmdet_pu.apis.runs, with stand-in train/test tools (no training)
-and the fold override on the shipped configs."""
+"""The run scheduler of mmdet_pu.experiments.runs, with stand-in train/test tools (no
+training) and the fold override on the shipped configs."""
+import argparse
 import json
+import shlex
 import sys
 import time
 
 import pytest
 from mmengine.config import Config
 
-from mmdet_pu.apis.runs import Run, available_cores, fold_options, run_all, run_dir
+from mmdet_pu.experiments.runs import (Run, available_cores, check_run_arguments,
+                                       fold_options, run_all, run_dir, start_tool,
+                                       tool_command)
 from tests._data import REPO
 
 # Stand-ins for tools/train.py and tools/test.py: they log their call, write what the
@@ -205,3 +209,49 @@ def test_run_all_waits_for_slots(tmp_path, tools):
     run_all(runs, jobs=1, echo=lambda msg: None, poll_every=0.05)
     assert time.time() - start >= 0.6
     assert [c[0] for c in calls(tools)] == ['train', 'test', 'train', 'test']
+
+
+def test_a_run_without_test_is_finished_once_trained(tmp_path, tools):
+    config = tmp_path / 'method.py'
+    config.write_text('ok')
+    run = Run(config, tmp_path / 'work' / 'prior_0.1', ['x=0.1'], name='prior 0.1',
+              tools_dir=tools, test=False)
+    assert run.shell_commands() == shlex.join(run.train_command())
+    messages = []
+    run_all([run], echo=messages.append, poll_every=0.05)
+    assert [c[0] for c in calls(tools)] == ['train']
+    assert run.state() == 'trained' and run.finished()
+    assert messages[0].startswith('0 of 1 runs already trained')
+    assert messages[-1] == 'trained prior 0.1'
+    assert run.shell_commands() == ''
+    run_all([run], echo=messages.append, poll_every=0.05)
+    assert len(calls(tools)) == 1  # nothing left to do
+    # forgotten, it trains anew (not --resume), whatever options it had
+    run.forget()
+    assert run.state() == 'new' and '--resume' not in run.train_command()
+    other = Run(config, run.work_dir, ['x=0.2'], tools_dir=tools, test=False)
+    run_all([other], echo=messages.append, poll_every=0.05)
+    assert calls(tools)[-1][:3] == ['train', run.work_dir, False]
+
+
+def test_start_tool_logs_the_command_and_its_output(tmp_path, tools):
+    (tools / 'echo.py').write_text('import os, sys\nprint(sys.argv[1:], '
+                                   'os.environ["OMP_NUM_THREADS"])\n')
+    log = tmp_path / 'tool.log'
+    command = tool_command('echo.py', 'a', 3, tools_dir=tools)
+    assert command == [sys.executable, str(tools / 'echo.py'), 'a', '3']
+    assert start_tool(command, str(log), 2, tools).wait() == 0
+    assert log.read_text() == f"\n$ {shlex.join(command)}\n['a', '3'] 2\n"
+
+
+def test_run_arguments_are_checked(capsys):
+    parser = argparse.ArgumentParser()
+    for lists, jobs, options, message in (
+            (dict(seeds=[0, 0]), 1, [], '--seeds repeat: [0, 0]'),
+            (dict(seeds=[0], values=[0.2, 0.2]), 1, [], '--values repeat'),
+            (dict(seeds=[0]), 0, [], '--jobs must be >= 1, got 0'),
+            (dict(seeds=[0]), 1, ['randomness.seed=1'], 'the seed is set by --seeds')):
+        with pytest.raises(SystemExit):
+            check_run_arguments(parser, jobs, options, **lists)
+        assert message in capsys.readouterr().err
+    check_run_arguments(parser, 2, ['train_cfg.max_iters=2'], seeds=[0, 1], folds=[])

@@ -1,4 +1,5 @@
-"""tools/repeat.py: real 2-iteration runs over two seeds, resumability, the statistics."""
+"""Repeated runs (mmdet_pu.experiments.repeat, tools/repeat.py): real 2-iteration runs over
+two seeds, resumability, the statistics."""
 import json
 import os
 import subprocess
@@ -9,11 +10,11 @@ import pytest
 from scipy import stats
 
 from mmdet_pu.evaluation.statistics import benjamini_hochberg
+from mmdet_pu.experiments import repeat
+from mmdet_pu.experiments.runs import Run
 from tests._data import REPO
-from tests.tools import load_tool
-from tests.tools.test_compare import dump
+from tests.evaluation.test_comparison import dump
 
-repeat = load_tool('repeat')
 CONFIG = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
 
 
@@ -69,6 +70,15 @@ def test_table_holds_the_statistics_of_the_runs(experiment):
         assert f'{np.mean(defined):.3f}' in row
         assert entry['p'] is None  # the reference is not tested
     assert (work / 'results.png').stat().st_size > 10_000
+    # the ranking table: F1 at 0.5 is the metric's F1; without validation (switched off
+    # here) the F1 at the validation threshold is undefined, and the note says so
+    ranking = results['ranking']
+    assert ranking['table']['PU']['mitosis']['f1'] == results['table']['PU']['mitosis']['f1']
+    assert ranking['table']['PU']['mitosis']['ap']['values'] == [
+        m['cell/mitosis/ap'] for m in runs]
+    assert ranking['val_score_thrs'] == {'PU': [None, None]}
+    assert '| Method | F1 at 0.5 mean | std | p | F1 at val. thr. mean |' in md
+    assert '2 of 2 runs have no validation threshold' in md
     # both seeds trained for their own seed
     for k in (0, 1):
         record = json.loads((work / 'synthetic_keep1_pu' / f'seed{k}' / 'run.json')
@@ -76,27 +86,27 @@ def test_table_holds_the_statistics_of_the_runs(experiment):
         assert record['trained'] and record['options'][-1] == f'randomness.seed={k}'
 
 
-def test_second_call_runs_nothing_and_dry_run_prints_nothing(experiment, capsys):
-    # (a trained run without its test dump is only tested: tests/apis/test_runs.py)
+def test_second_call_runs_nothing_and_dry_run_prints_nothing(experiment):
+    # (a trained run without its test dump is only tested: tests/experiments/test_runs.py)
     work, argv, _ = experiment
     logs = {p: p.stat().st_mtime_ns for p in work.glob('*/seed*/run.log')}
     results = (work / 'results.json').read_text()
-    repeat.main(argv)
-    out = capsys.readouterr().out
+    out = cli(*argv).stdout
     assert '[repeat] 2 of 2 runs already tested, 0 only need the test; running 0' in out
     assert {p: p.stat().st_mtime_ns for p in work.glob('*/seed*/run.log')} == logs
     assert (work / 'results.json').read_text() == results
-    repeat.main([*argv, '--dry-run'])
-    assert capsys.readouterr().out == ''
+    assert cli(*argv, '--dry-run').stdout == ''
 
 
-def test_dry_run_prints_a_command_per_seed_and_fold(tmp_path, capsys):
+def test_dry_run_prints_a_command_per_seed_and_fold(tmp_path):
     work = tmp_path / 'work'
-    repeat.main([str(REPO / 'configs/pu/mitos14_vgg16_keep1_pu.py'),
-                 str(REPO / 'configs/baselines/mitos14_vgg16_keep1_ce.py'), '--seeds', '0',
-                 '1', '--folds', '0', '4', '--work-dir', str(work), '--dry-run'])
-    lines = capsys.readouterr().out.splitlines()
+    configs = [str(REPO / 'configs/pu/mitos14_vgg16_keep1_pu.py'),
+               str(REPO / 'configs/baselines/mitos14_vgg16_keep1_ce.py')]
+    plan = repeat.plan_runs(['pu', 'ce'], configs, [0, 1], str(work), folds=[0, 4])
+    lines = repeat.dry_run(plan)
     assert len(lines) == 8
+    # seed-major: every method of seed 0 (both folds) before seed 1
+    assert ['seed0_fold0' in line for line in lines[:2]] == [True, True]
     assert not work.exists()  # nothing ran, nothing written
     line = next(line for line in lines if f'{work}/mitos14_vgg16_keep1_ce/seed1_fold4 '
                 in line)
@@ -119,9 +129,10 @@ def test_p_values_pair_the_runs_of_two_methods(tmp_path):
         for seed, c in enumerate(per_seed):
             run_dir = tmp_path / name / f'seed{seed}'
             dump(run_dir, {0: [c]})
-            plan[name].append(repeat.Run('x.py', str(run_dir)))
-    methods, table, num_tests = repeat.compare_runs(plan, 'ref')
-    assert num_tests == 3
+            plan[name].append(Run('x.py', str(run_dir)))
+    compared = repeat.compare_runs(plan, 'ref')
+    table, num_tests = compared.rates, compared.rate_tests
+    assert num_tests == 3 and compared.ranking_tests == 3
     rates = dict(recall=lambda tp, fp, fn: tp / (tp + fn),
                  precision=lambda tp, fp, fn: tp / (tp + fp),
                  f1=lambda tp, fp, fn: 2 * tp / (2 * tp + fp + fn))
@@ -133,15 +144,16 @@ def test_p_values_pair_the_runs_of_two_methods(tmp_path):
             np.mean([rates[rate](*c) for c in counts['other']]))
 
 
-def test_input_errors_are_clear(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        repeat.parse_args([CONFIG, '--seeds', '0', '--names', 'a', 'b'])
-    assert '1 CONFIG arguments but 2 --names' in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        repeat.parse_args([CONFIG, '--seeds', '0', '--cfg-options', 'randomness.seed=3'])
-    assert 'the seed is set by --seeds' in capsys.readouterr().err
+def test_input_errors_are_clear(tmp_path):
+    proc = cli(CONFIG, '--seeds', '0', '--names', 'a', 'b')
+    assert proc.returncode == 2 and '1 CONFIG arguments but 2 --names' in proc.stderr
     config = tmp_path / 'unfolded.py'
     config.write_text("train_dataloader = dict(dataset=dict(ann_file='annotations/a.json'))")
-    with pytest.raises(SystemExit, match=r'unfolded.py: --folds needs the training '
-                                         r'ann_file in an annotations/fold<k>/ folder'):
-        repeat.main([str(config), '--seeds', '0', '--folds', '1', '--dry-run'])
+    proc = cli(str(config), '--seeds', '0', '--folds', '1', '--dry-run')
+    assert proc.returncode == 1 and proc.stderr.startswith(
+        f'[repeat] {config}: --folds needs the training ann_file in an '
+        'annotations/fold<k>/ folder')
+    with pytest.raises(ValueError, match=r'set by --folds'):
+        repeat.plan_runs(['pu'], [str(REPO / 'configs/pu/mitos14_vgg16_keep1_pu.py')], [0],
+                         str(tmp_path), folds=[1], cfg_options=[
+                             'train_dataloader.dataset.ann_file=annotations/fold0/x.json'])

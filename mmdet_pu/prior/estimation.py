@@ -1,102 +1,46 @@
-"""Estimate the class prior pi of each PU stage instead of sweeping it.
+"""Estimators of the class prior pi of each PU stage (docs/method.md#prior-selection).
 
-What pi is. The PU losses estimate ``E_x[H(c,0)]`` over the samples of one stage (U ∪ P:
-every sampled anchor of the RPN, every sampled RoI of the RoI head), and pi is the share
-of true cells among exactly those samples (docs/experiments.md, "Per-stage priors"). It
-therefore depends on the stage's sampler: the RPN draws its unlabeled anchors at random
-over the whole image (pi < 0.01 on the binary synthetic task), the RoI head draws them
-among proposals that concentrate on cells (pi ~ 0.25-0.33). With the complete labels it
-is the share of sampled samples that the stage's assigner, run on the same candidates
-with all the cells, makes positive (the "oracle"): for the RoI head IoU ``>=`` its
-``pos_iou_thr``, for the RPN also each cell's best anchors down to ``min_pos_iou``
-(``match_low_quality``), as training with complete labels would assign them. The
-estimators below replace the missing labels.
+pi is the share of true cells among the samples one stage's loss averages over (U ∪ P,
+Eq. 6: the sampled anchors of the RPN, the sampled RoIs of the RoI head), so it depends
+on the stage's sampler. :mod:`.samples` redraws those samples from a detector trained
+with a provisional prior; each is a labeled positive (P) or unlabeled (U). With complete
+labels the *oracle* share is the share of samples the stage's assigner makes positive.
 
-The samples are drawn exactly as in training (:mod:`.prior_samples`), from a detector
-trained with a provisional prior, on incompletely annotated images: every sampled
-sample is a labeled positive (P: assigned to a labeled cell) or unlabeled (U).
+* **Label frequency** (after Elkan & Noto, "Learning classifiers from only positive and
+  unlabeled data", KDD 2008): the detector's detections with ``score >= score_thr``
+  complete the labeled cells (:func:`pseudo_complete`), and the share is the oracle
+  computation with these pseudo-complete cells; ``c = labeled / pseudo-complete cells``.
+  Both stages.
+* **BBE**, best-bin estimation (Garg, Wu, Smola, Balakrishnan & Lipton, "Mixture
+  Proportion Estimation and PU Learning: A Modern Approach", NeurIPS 2021, Algorithm 1):
+  with ``q_p(z)``, ``q_u(z)`` the shares of P and U scoring ``>= z``::
 
-**Label frequency** (after Elkan & Noto, "Learning classifiers from only positive and
-unlabeled data", KDD 2008). Elkan and Noto estimate the label frequency
-``c = Pr(labeled | positive)`` with a classifier trained on the same data and recover the
-positives that are not labeled from it. Here the detector's confident detections
-(score ``>= score_thr`` after the test NMS) are those positives: together with the
-labeled cells (a detection overlapping a labeled cell at IoU ``>= SAME_CELL_IOU`` is that
-cell) they form a *pseudo-complete* annotation, and the estimate is the oracle
-computation with the pseudo-complete cells in place of all the cells.
-``c = labeled cells / pseudo-complete cells`` is reported. It needs
-the detector's precision and recall to balance: false positives (look-alike nuclei)
-raise the estimate, missed cells lower it.
+      z* = argmin_z [q_u(z) + (1 + gamma) (sqrt(log(4/delta) / (2 n_u))
+                                           + sqrt(log(4/delta) / (2 n_p)))] / q_p(z)
+      alpha = q_u(z*) / q_p(z*),   pi = (n_p + alpha n_u) / (n_p + n_u)
 
-**BBE, best-bin estimation** (Garg, Wu, Smola, Balakrishnan & Lipton, "Mixture
-Proportion Estimation and PU Learning: A Modern Approach", NeurIPS 2021, Algorithm 1).
-U is a mixture ``alpha P + (1 - alpha) N``; BBE estimates ``alpha`` from the classifier
-scores of P and U only. With ``q_p(z)``, ``q_u(z)`` the shares of P and of U scoring
-``>= z``, it picks the bin ``[z, 1]`` with the smallest upper confidence bound of
-``q_u / q_p``::
+  RoI stage, one class ``m`` at a time (``P_m`` vs U, the probability of class ``m``);
+  the labeled cells' own boxes, added to the proposals in training, are left out of P
+  for ``alpha`` and counted in ``n_p``.
+* **Risk-matched prior**: the prior at which the losses' estimate of the negatives' risk,
+  ``E_x[H(c,bg)] - sum_m pi_m E_{P_m}[H(c,bg)]`` (Eqs. 8 and 15), removes exactly what
+  the positives contribute to ``E_x[H(c,bg)]`` over the N sampled RoIs::
 
-    z* = argmin_z [q_u(z) + (1 + gamma) (sqrt(log(4/delta) / (2 n_u))
-                                          + sqrt(log(4/delta) / (2 n_p)))] / q_p(z)
-    alpha = q_u(z*) / q_p(z*)
+      pi_m = (sum_{P_m} H(c,bg) + sum_{U_m+} H(c,bg)) / (N mean_{P_m} H(c,bg))
+           = rho_m + (share_m - rho_m) mean_{U_m+} H(c,bg) / mean_{P_m} H(c,bg)
 
-(``delta = 0.1``, ``gamma = 0.01`` as the paper suggests; the two square roots are the
-DKW bounds of ``q_u`` and ``q_p``; the authors' code, acmi-lab/PU_learning, computes the
-same bound). ``alpha`` is exact when the top bin holds positives only, and an upper
-estimate otherwise. Candidate thresholds are the distinct scores of P ∪ U with
-``q_p > 0``. The prior over U ∪ P is then ``(n_p + alpha n_u) / (n_p + n_u)``. In the RoI
-stage the scores are the RoI head's softmax probabilities of the class; the labeled
-cells' own boxes, which training adds to the proposals, are left out of P for
-``alpha`` (an exact box scores higher than any proposal around an unlabeled cell, which
-would break the assumption that P looks like the positives in U) but counted in
-``n_p``. With several classes each class ``m`` is estimated on its own: ``P_m`` vs U
-with the probability of class ``m``, ``pi_m = (n_p,m + alpha_m n_u) / N``.
+  with ``rho_m = |P_m| / N``, ``share_m = (|P_m| + |U_m+|) / N`` and ``U_m+`` the
+  unlabeled RoIs the assigner gives to the pseudo-complete (or complete) cells of class
+  ``m``. When labeled and unlabeled cells score alike (SCAR) it equals the share.
 
-The RPN stage uses the label frequency only: it needs no scores beyond the detections.
-
-**Risk-matched prior** (the prior to train with). Both estimators above measure the share
-of cells among the samples, the prior under which the PU risk is unbiased when the
-labeled positives score like the unlabeled ones (SCAR). The losses estimate the
-negatives' risk ``(1 - sum_m pi_m) E_N[H(c,bg)]`` by ``E_x[H(c,bg)] - sum_m pi_m
-E_{P_m}[H(c,bg)]`` (paper Eqs. of L_cls^pu and L_cls^mpu). Over the N sampled RoIs,
-with U_m+ the unlabeled positives of class m::
-
-    N E_x[H(c,bg)] = sum_m (sum_{P_m} H(c,bg) + sum_{U_m+} H(c,bg)) + sum_{negatives} H(c,bg)
-
-so the subtraction removes exactly the positives' part when::
-
-    pi_m = (sum_{P_m} H(c,bg) + sum_{U_m+} H(c,bg)) / (N mean_{P_m} H(c,bg))
-         = rho_m + (share_m - rho_m) mean_{U_m+} H(c,bg) / mean_{P_m} H(c,bg)
-
-with ``rho_m = |P_m| / N`` the labeled share and ``share_m = (|P_m| + |U_m+|) / N``.
-Under SCAR the two means agree and ``pi_m`` is the share. A detector scores the labeled
-cells of its training images higher than the unlabeled ones (their own exact boxes are
-among the RoIs, and it has fitted them); there the share subtracts more than the
-positives contribute, the negative risk reaches the ``max{0, .}`` and the detector
-turns bold (docs/experiments.md, "Training with the estimate"). ``U_m+`` are the
-unlabeled samples the assigner gives to the pseudo-complete cells of the label frequency
-(or, with ``--oracle``, to the complete cells); ``H`` is the detector's own, the loss's
-term. On the training images, the samples the loss sees, a detector trained at the
-risk-matched prior gives about that prior back (synthetic keep-1: trained at 0.281 /
-0.249 / 0.257, estimates 0.272 / 0.217 / 0.278; keep-5: 0.397 / 0.395 / 0.383 gave
-0.370 / 0.372 / 0.368).
-
-**Recommendation** (:func:`recommend`): the risk-matched prior on the training images.
-Of the shares, BBE on held-out images (the validation split) followed the oracle share
-most closely: within 0.005 for the well-trained detectors of six synthetic checkpoints
-(0.045 at most), while the label frequency ran 0.01-0.03 above it and 0.10 above for a
-detector with many false positives, each of which counts as a cell. On the training
-images BBE fell 0.04-0.08 below the oracle: there the detector has fitted the labeled
-cells' scores, so P no longer scores like the positives in U (Garg et al. estimate on
-held-out data), and the label frequency did better. When the two shares disagree by more
-than :data:`DISAGREEMENT` the detector is unreliable (docs/experiments.md, "Estimating pi
-instead of sweeping it").
+:func:`recommend` chooses the estimator to train with.
 """
 import math
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .matching import box_iou
+from mmdet_pu.evaluation.matching import box_iou
 
 #: A detection overlapping a labeled cell at least this much is that cell (docs/method.md#matching).
 SAME_CELL_IOU = 0.5
@@ -106,7 +50,12 @@ DISAGREEMENT = 0.05
 
 def recommend(held_out: bool, risk_matched_prior: Optional[float],
               bbe_prior: Optional[float]) -> Tuple[str, str]:
-    """The RoI-stage estimator to train with, and why (see the module docstring).
+    """The RoI-stage estimator to train with, and why.
+
+    The risk-matched prior whenever there is one. Otherwise a share: BBE on held-out
+    images; the label frequency on the training images, where the detector has fitted
+    the labeled cells' scores so that P no longer scores like the positives in U (BBE
+    falls low), and wherever BBE has no usable estimate.
 
     Args:
         held_out: the images were not trained on (the validation split).

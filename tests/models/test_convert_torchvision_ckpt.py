@@ -1,5 +1,9 @@
-"""tools/convert_torchvision_ckpt.py: torchvision weights -> load_from checkpoints."""
-import pytest
+"""tools/convert_torchvision_ckpt.py (a self-contained command line): torchvision weights
+-> load_from checkpoints."""
+import os
+import subprocess
+import sys
+
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
@@ -9,10 +13,21 @@ import mmdet_pu  # noqa: F401
 from mmdet.registry import MODELS
 from tests._data import REPO
 from tests.models.test_vgg16 import fake_torchvision_vgg16
-from tests.tools import load_tool
 
-converter = load_tool('convert_torchvision_ckpt')
-convert, main = converter.convert, converter.main
+
+def convert_file(src, dst):
+    """Run the tool on ``src``; the process."""
+    return subprocess.run(
+        [sys.executable, 'tools/convert_torchvision_ckpt.py', str(src), str(dst)], cwd=REPO,
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def refused(tmp_path, state):
+    """The tool's error message for the state dict ``state``."""
+    torch.save(state, tmp_path / 'in.pth')
+    proc = convert_file(tmp_path / 'in.pth', tmp_path / 'out.pth')
+    assert proc.returncode != 0 and not (tmp_path / 'out.pth').exists()
+    return proc.stderr
 
 
 def build_model(base):
@@ -24,7 +39,8 @@ def test_vgg16_weights_reach_backbone_and_fc6_fc7(tmp_path):
     src, dst = tmp_path / 'vgg16.pth', tmp_path / 'out' / 'vgg16_frcnn.pth'
     state = fake_torchvision_vgg16()
     torch.save(state, src)
-    main([str(src), str(dst)])
+    proc = convert_file(src, dst)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     model = build_model('faster-rcnn_vgg16.py')
     load_checkpoint(model, str(dst), map_location='cpu', strict=False)
     for name, param in model.backbone.state_dict().items():
@@ -42,27 +58,22 @@ def test_resnet_weights_reach_the_backbone(tmp_path):
     state = {k: torch.rand_like(v) if v.is_floating_point() else v
              for k, v in model.backbone.state_dict().items()}
     state.update({'fc.weight': torch.rand(1000, 512), 'fc.bias': torch.rand(1000)})
-    converted = convert(state)
-    assert 'backbone.fc.weight' not in converted
+    torch.save(dict(model=state), tmp_path / 'resnet18.pth')  # wrapped in 'model'
     path = tmp_path / 'r18.pth'
-    torch.save(dict(state_dict=converted), path)
+    proc = convert_file(tmp_path / 'resnet18.pth', path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'backbone.fc.weight' not in torch.load(path, weights_only=True)['state_dict']
     load_checkpoint(model, str(path), map_location='cpu', strict=False)
     for name, param in model.backbone.state_dict().items():
         assert torch.equal(param, state[name]), name
 
 
 def test_unknown_or_wrong_checkpoints_are_refused(tmp_path):
-    with pytest.raises(ValueError, match='neither'):
-        convert({'conv.weight': torch.zeros(1)})
+    assert 'neither' in refused(tmp_path, {'conv.weight': torch.zeros(1)})
     state = fake_torchvision_vgg16()
     del state['features.28.bias']
-    with pytest.raises(ValueError, match=r"missing \['features.28.bias'\]"):
-        convert(state)
+    assert "missing ['features.28.bias']" in refused(tmp_path, state)
     state = fake_torchvision_vgg16()
     state['classifier.0.weight'] = torch.zeros(4096, 9216)
-    with pytest.raises(ValueError, match=r'classifier.0.weight: expected shape'):
-        convert(state)
-    path = tmp_path / 'not_a_state_dict.pth'
-    torch.save([1, 2], path)
-    with pytest.raises(ValueError, match='not_a_state_dict.pth'):
-        main([str(path), str(tmp_path / 'out.pth')])
+    assert 'classifier.0.weight: expected shape' in refused(tmp_path, state)
+    assert 'in.pth: expected a torchvision state dict' in refused(tmp_path, [1, 2])

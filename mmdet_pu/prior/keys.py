@@ -1,7 +1,6 @@
-"""The config keys that hold the class prior pi (``tools/sweep_prior.py``,
-``tools/estimate_prior.py``).
+"""The config keys that hold the class prior pi.
 
-After composition (docs/design.md) pi lives in the losses and the prior hook:
+After composition (docs/method.md#priors-per-stage) pi lives in the losses and the prior hook:
 ``model.rpn_head.loss_cls.prior`` and ``model.roi_head.bbox_head.loss_cls.prior``
 (binary ``PULoss``), ``model.roi_head.bbox_head.loss_cls.priors`` (multi-class
 ``MultiPULoss``: initial values with a prior hook, the priors themselves without one) and

@@ -1,4 +1,5 @@
-"""TP / FP / FN overlays: drawing, tools/visualize.py and tools/test.py --show-dir."""
+"""TP / FP / FN overlays: drawing, from a prediction dump, tools/visualize.py and
+tools/test.py --show-dir."""
 import json
 import os
 import subprocess
@@ -13,11 +14,8 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmdet.registry import MODELS
-from mmdet_pu.evaluation.overlay import COLOURS, draw_overlay
+from mmdet_pu.evaluation.overlay import COLOURS, draw_overlay, overlays_from_dump
 from tests._data import REPO, make_tiny_coco, write_tiny_config
-from tests.tools import load_tool
-
-visualize = load_tool('visualize')
 
 
 def band_height(picture, image):
@@ -59,11 +57,11 @@ def write_case(root):
         str(root / 'preds.pkl'))
 
 
-def test_visualize_from_prediction_dump(tmp_path):
+def test_overlays_from_prediction_dump(tmp_path):
     write_case(tmp_path)
     out = tmp_path / 'out'
-    written = visualize.main([str(tmp_path / 'preds.pkl'), '--ann', str(tmp_path / 'ann.json'),
-                              '--out-dir', str(out)])
+    written = overlays_from_dump(str(tmp_path / 'preds.pkl'), str(tmp_path / 'ann.json'),
+                                 str(out))
     assert sorted(os.path.basename(p) for p in written) == ['img_a.png', 'img_b.png']
     a = cv2.imread(str(out / 'img_a.png'))
     b = cv2.imread(str(out / 'img_b.png'))
@@ -78,14 +76,13 @@ def test_visualize_from_prediction_dump(tmp_path):
     coco['images'][0]['id'] = 8
     (tmp_path / 'bad.json').write_text(json.dumps(coco))
     with pytest.raises(ValueError, match=r'annotations\[0\] refers to image 7'):
-        visualize.main([str(tmp_path / 'preds.pkl'), '--ann', str(tmp_path / 'bad.json'),
-                        '--out-dir', str(out)])
+        overlays_from_dump(str(tmp_path / 'preds.pkl'), str(tmp_path / 'bad.json'), str(out))
     for ann in coco['annotations']:
         ann['image_id'] = 8
     (tmp_path / 'other.json').write_text(json.dumps(coco))
     with pytest.raises(ValueError, match='img_id 7, which is not an image of'):
-        visualize.main([str(tmp_path / 'preds.pkl'), '--ann', str(tmp_path / 'other.json'),
-                        '--out-dir', str(out)])
+        overlays_from_dump(str(tmp_path / 'preds.pkl'), str(tmp_path / 'other.json'),
+                           str(out))
 
 
 @pytest.fixture(scope='module')
@@ -122,6 +119,10 @@ def test_tools_test_show_dir_writes_overlays(random_checkpoint):
 
 def test_visualize_from_config_and_checkpoint(random_checkpoint, tmp_path):
     _, config, checkpoint = random_checkpoint
-    written = visualize.main([config, str(checkpoint), '--out-dir', str(tmp_path / 'o'),
-                              '--work-dir', str(tmp_path / 'w'), '--style', 'dot'])
-    assert [os.path.basename(p) for p in written] == ['train_000.png', 'train_001.png']
+    proc = subprocess.run(
+        [sys.executable, 'tools/visualize.py', config, str(checkpoint), '--out-dir',
+         str(tmp_path / 'o'), '--work-dir', str(tmp_path / 'w'), '--style', 'dot'],
+        cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(os.listdir(tmp_path / 'o')) == ['train_000.png', 'train_001.png']
+    assert f'2 overlays in {tmp_path / "o"}' in proc.stdout

@@ -1,0 +1,17 @@
+"""The class prior pi: where configs hold it, how it is estimated and how it is chosen.
+
+* :mod:`.keys` -- the config keys that hold pi;
+* :mod:`.samples` -- the samples each PU stage draws in training, redrawn from a
+  trained detector;
+* :mod:`.estimation` -- the estimators of pi over those samples (docs/method.md#prior-selection);
+* :mod:`.estimate_file` -- the estimate report: built, printed, written and read back;
+* :mod:`.from_checkpoint` -- the estimate of a config's priors from a checkpoint
+  (``tools/estimate_prior.py``);
+* :mod:`.selection` -- choosing pi from validation runs (recall, Lee & Liu's criterion,
+  the recall band);
+* :mod:`.sweep` -- the grid search of pi on the validation set (``tools/sweep_prior.py``);
+* :mod:`.versus` -- the estimate against the sweep over seeds
+  (``tools/estimate_vs_sweep.py``).
+
+This package imports none of them; import the module you need.
+"""

@@ -1,0 +1,239 @@
+"""The estimate report: built from the estimators' results, printed, written, read back.
+
+:func:`build_report` turns :func:`~.estimation.estimate_priors` into the report of
+``tools/estimate_prior.py --out FILE.json``: per stage (``stages.roi``, ``stages.rpn``)
+the config ``key``, the sample counts ``n``, ``n_p`` (labeled positives) and ``n_u``
+(unlabeled), and per estimator the ``value`` for the key, the per-class values and their
+statistics (label frequency ``c``; BBE ``alpha``, ``z`` (z*), ``q_p``, ``q_u``, ``n_p``;
+risk-matched ``rho``, ``share``, ``h_p``, ``h_u``); ``trained_with`` (the checkpoint's
+priors); ``warnings``; ``notes``; ``recommended`` (the estimator of
+:func:`~.estimation.recommend`, the reason, the RoI and RPN values rounded to three
+significant digits; with several classes ``priors``, one per class) and ``cfg_options``,
+the options that train every stage at its recommended estimate.
+
+With several classes ``cfg_options`` trains with fixed class priors
+(``model.roi_head.bbox_head.loss_cls.priors``) and removes the ``PriorUpdateHook``
+(``custom_hooks=[]`` when it is the config's only custom hook; otherwise a note says to
+remove it); ``cfg_options_update_rule`` keeps the hook and sets its pi_1
+(``anchor_prior``) instead, the key a sweep varies.
+
+:func:`write_estimate` writes the report atomically; :func:`read_estimate` is the one
+reader of such a file.
+"""
+import json
+from typing import List, NamedTuple, Optional
+
+import numpy as np
+
+from mmdet_pu.io.atomic import write_json_atomic
+from .estimation import DISAGREEMENT, recommend
+from .keys import ROI_PRIORS_KEY
+
+ESTIMATORS = ('risk_matched', 'label_frequency', 'bbe', 'oracle', 'risk_matched_oracle')
+#: Estimators with one result dict per class (the others hold ``priors`` and ``c``).
+PER_CLASS_RESULTS = ('bbe', 'risk_matched', 'risk_matched_oracle')
+
+
+def rounded(value):
+    """A prior for the command line: three significant digits."""
+    return float(f'{value:.3g}')
+
+
+def build_report(estimates, keys, classes, anchor, trained_with, held_out=True,
+                 only_hook=False):
+    """The JSON report: per stage and estimator the value for its key, the
+    recommendation and the options to train with it (``held_out``: estimated on images
+    the detector was not trained on; ``only_hook``: the config's ``PriorUpdateHook`` is
+    its only custom hook, so ``custom_hooks=[]`` removes it)."""
+    roi, rpn = estimates['roi'], estimates['rpn']
+    roi_estimates = {}
+    for name in ESTIMATORS:
+        found = roi[name]
+        if found is None:
+            continue
+        if name in PER_CLASS_RESULTS:
+            per_class = dict(zip(classes, found))
+            value = found[anchor]['prior']
+            roi_estimates[name] = dict(value=value, per_class=per_class)
+        else:
+            roi_estimates[name] = dict(
+                value=found['priors'][anchor], c_all=found['c_all'],
+                per_class={c: dict(prior=p, c=lf) for c, p, lf in
+                           zip(classes, found['priors'], found['c'])})
+    rpn_estimates = {name: dict(value=rpn[name]['prior'], c_all=rpn[name]['c_all'])
+                     for name in ('label_frequency', 'oracle') if rpn[name] is not None}
+    stages = dict(
+        roi=dict(key=keys.roi, n=roi['n'], n_p=dict(zip(classes, roi['n_p'])),
+                 n_u=roi['n_u'], labeled_cells=dict(zip(classes, roi['labeled_cells'])),
+                 pseudo_complete_cells=dict(zip(classes, roi['pseudo_complete_cells'])),
+                 estimates=roi_estimates),
+        rpn=dict(key=keys.rpn, n=rpn['n'], n_p=rpn['n_p'], n_u=rpn['n_u'],
+                 estimates=rpn_estimates))
+    bbe = roi['bbe'][anchor]
+    usable = bbe['prior'] if bbe['prior'] is not None and bbe['q_u'] < 1 else None
+    matched = roi['risk_matched'][anchor]['prior'] if roi['risk_matched'] else None
+    estimator, reason = recommend(held_out, matched, usable)
+    roi_value = roi_estimates[estimator]['value']
+    rpn_value = rpn_estimates['label_frequency']['value']
+    recommended = dict(estimator=estimator, reason=reason, roi=rounded(roi_value),
+                       rpn=rounded(rpn_value))
+    notes = []
+    rpn_options = []
+    if keys.rpn is None:
+        notes.append('the RPN has no PULoss prior: its estimate is not used')
+    else:
+        rpn_options.append(f'{keys.rpn}={rounded(rpn_value)!r}')
+    if len(classes) <= 1:
+        options, extra = [f'{keys.roi}={rounded(roi_value)!r}'] + rpn_options, {}
+    else:
+        recommended['priors'] = class_priors(roi_estimates, estimator, classes, notes)
+        options = [f'{ROI_PRIORS_KEY}={recommended["priors"]!r}'] + rpn_options
+        extra = {}
+        if keys.roi != ROI_PRIORS_KEY:  # a PriorUpdateHook: remove it, or sweep pi_1
+            extra['cfg_options_update_rule'] = [f'{keys.roi}={rounded(roi_value)!r}'] + (
+                [] if keys.rpn_by_hook else rpn_options)
+            if only_hook:
+                options.append('custom_hooks=[]')
+            else:
+                notes.append(f'to train with fixed priors, remove the PriorUpdateHook '
+                             f'({keys.roi.rsplit(".", 1)[0]}) from the config as well')
+    return dict(
+        classes=list(classes), anchor_class=classes[anchor] if len(classes) > 1 else None,
+        trained_with=trained_with, stages=stages,
+        warnings=warnings(roi, roi_estimates, classes, held_out), notes=notes,
+        recommended=recommended, cfg_options=options, **extra)
+
+
+def class_priors(roi_estimates, estimator, classes, notes):
+    """Fixed per-class priors, the recommended estimator's (several classes).
+
+    Each stage trains at its own estimate, as with one class: the RoI head's classes at
+    theirs and the RPN at its own, not at their sum; the ``PriorUpdateHook``, which
+    re-derives the non-anchor priors from detection counts, is left out
+    (docs/method.md#prior-update). A class without an estimate of that estimator takes
+    its label frequency.
+    """
+    chosen = roi_estimates[estimator]['per_class']
+    fallback = roi_estimates['label_frequency']['per_class']
+    priors = []
+    for cls in classes:
+        value = chosen[cls]['prior']
+        if value is None:
+            value = fallback[cls]['prior']
+            notes.append(f'{cls}: no {estimator} estimate (no labeled RoI of the class), '
+                         'the label frequency is used')
+        priors.append(rounded(value))
+    return priors
+
+
+def warnings(roi, roi_estimates, classes, held_out):
+    """Signs that the provisional detector cannot support an estimate (the two shares
+    are compared on held-out images only: on the training images BBE falls low)."""
+    found = []
+    values = [roi_estimates[name]['value'] for name in ('label_frequency', 'bbe')]
+    if held_out and None not in values and abs(values[0] - values[1]) > DISAGREEMENT:
+        found.append(f'the RoI estimates differ by {abs(values[0] - values[1]):.3f} (> '
+                     f'{DISAGREEMENT}): the detector\'s detections or scores are '
+                     'unreliable; train it longer or with the estimate and estimate again')
+    if sum(roi['pseudo_complete_cells']) == sum(roi['labeled_cells']):
+        found.append('the detector found no unlabeled cell (score >= the threshold): the '
+                     'label-frequency estimate is the share of labeled positives. Train '
+                     'the provisional model longer or with a larger prior')
+    for cls, bbe in zip(classes, roi['bbe']):
+        if bbe['prior'] is not None and bbe['q_u'] == 1:
+            found.append(f'BBE ({cls}): the best bin is the whole score range, the RoI '
+                         'scores do not separate labeled from unlabeled RoIs')
+    return found
+
+
+def _fmt(value, digits=4):
+    return '-' if value is None or (isinstance(value, float) and np.isnan(value)) \
+        else f'{value:.{digits}g}'
+
+
+def format_table(report):
+    """The estimates as a plain-text table."""
+    rows = [('stage', 'class', 'estimator', 'prior', 'c', 'z*', 'n_p (BBE)')]
+    roi = report['stages']['roi']
+    for name, found in roi['estimates'].items():
+        for cls, values in found['per_class'].items():
+            rows.append(('RoI', cls, name, _fmt(values.get('prior')), _fmt(values.get('c')),
+                         _fmt(values.get('z')), _fmt(values.get('n_p'))))
+    for name, found in report['stages']['rpn']['estimates'].items():
+        rows.append(('RPN', 'all', name, _fmt(found['value']), _fmt(found['c_all']), '-',
+                     '-'))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ['  '.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+             for row in rows]
+    rpn = report['stages']['rpn']
+    lines += [
+        f'samples: RoI n={roi["n"]} (labeled positives {sum(roi["n_p"].values())}, '
+        f'unlabeled {roi["n_u"]}); RPN n={rpn["n"]} (labeled positives {rpn["n_p"]}, '
+        f'unlabeled {rpn["n_u"]})',
+        f'trained with: RoI {report["trained_with"]["roi"]}, RPN '
+        f'{report["trained_with"]["rpn"]}']
+    lines += [f'warning: {warning}' for warning in report['warnings']]
+    lines += [f'note: {note}' for note in report['notes']]
+    if report['anchor_class'] is not None:
+        lines.append(f'anchor class: {report["anchor_class"]}')
+    lines.append(f'recommended ({report["recommended"]["estimator"]}): --cfg-options '
+                 + ' '.join(report['cfg_options']))
+    if 'cfg_options_update_rule' in report:
+        lines.append('with the PriorUpdateHook\'s update rule instead: --cfg-options '
+                     + ' '.join(report['cfg_options_update_rule']))
+    return '\n'.join(lines)
+
+
+def write_estimate(path: str, report: dict) -> None:
+    """Write the report to ``path`` atomically (JSON)."""
+    write_json_atomic(path, report, indent=1)
+
+
+class Estimate(NamedTuple):
+    """What the tools take from an estimate file.
+
+    Attributes:
+        prior: the recommended RoI-stage prior (the anchor class's with several classes).
+        key: the config key of the RoI stage's prior (``stages.roi.key``).
+        cfg_options: the options that train every stage at its recommended estimate.
+        update_rule_options: with several classes and a ``PriorUpdateHook``, the options
+            that keep the hook and set its pi_1; None otherwise.
+    """
+    prior: float
+    key: str
+    cfg_options: List[str]
+    update_rule_options: Optional[List[str]] = None
+
+    def sweep_options(self) -> List[str]:
+        """The options a sweep of :attr:`key` trains with besides the swept value: the
+        update rule's with a ``PriorUpdateHook`` (the sweep varies its pi_1), otherwise
+        :attr:`cfg_options` (the per-stage RPN prior), in both cases without ``key``."""
+        options = self.cfg_options if self.update_rule_options is None \
+            else self.update_rule_options
+        return [option for option in options if not option.startswith(f'{self.key}=')]
+
+
+def read_estimate(path: str) -> Estimate:
+    """The :class:`Estimate` of a file written by :func:`write_estimate`.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not JSON, a field is missing or ``recommended.roi`` is not a
+            number (the message names the file and the field).
+    """
+    expected = 'expected the --out file of tools/estimate_prior.py'
+    try:
+        with open(path) as f:
+            estimate = json.load(f)
+        prior = estimate['recommended']['roi']
+        key = estimate['stages']['roi']['key']
+        options = list(estimate['cfg_options'])
+        update_rule = estimate.get('cfg_options_update_rule', None)
+    except json.JSONDecodeError as error:
+        raise ValueError(f'{path}: not valid JSON ({error}); {expected}') from None
+    except (KeyError, TypeError) as error:
+        raise ValueError(f'{path}: no field {error} ({expected})') from None
+    if isinstance(prior, bool) or not isinstance(prior, (int, float)):
+        raise ValueError(f'{path}: recommended.roi = {prior!r}, expected a number')
+    return Estimate(float(prior), key, options,
+                    None if update_rule is None else list(update_rule))

@@ -1,0 +1,106 @@
+"""The per-stage priors of a config estimated from one checkpoint (``tools/estimate_prior.py``).
+
+The checkpoint is a detector trained with a provisional prior. Its config's split (the
+training images by default: the samples the loss sees) is sampled as training does
+(:mod:`.samples`), the estimators run over the samples (:mod:`.estimation`) and the
+result becomes the estimate report (:mod:`.estimate_file`).
+"""
+from typing import List, Optional
+
+import numpy as np
+import torch
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
+
+from mmdet.registry import DATASETS, MODELS
+from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
+from mmdet_pu.launch import load_config
+from .estimate_file import build_report
+from .estimation import estimate_priors
+from .keys import prior_hook_index, stage_prior_keys
+from .samples import draw_split, even_indices, split_dataset_config
+
+
+def trained_priors(model) -> dict:
+    """The priors the checkpoint's losses hold (buffers saved with the weights):
+    ``{'roi': ..., 'rpn': ...}``, a float, a list per class or None."""
+    def prior_of(loss):
+        for name in ('prior', 'priors'):
+            value = getattr(loss, name, None)
+            if isinstance(value, torch.Tensor):  # float32: 6 digits are exact
+                values = [float(f'{v:.6g}') for v in value.reshape(-1).tolist()]
+                return values[0] if name == 'prior' else values
+        return None
+    return dict(roi=prior_of(model.roi_head.bbox_head.loss_cls),
+                rpn=prior_of(model.rpn_head.loss_cls))
+
+
+def anchor_class(cfg, hook: Optional[int], classes: List[str]) -> int:
+    """Index of the multi-class anchor class, as ``PriorUpdateHook`` resolves it (the
+    most annotated class in a config without the hook)."""
+    chosen = cfg.custom_hooks[hook].get('anchor_class', None) if hook is not None else None
+    if isinstance(chosen, str):
+        if chosen not in classes:
+            raise ValueError(f'custom_hooks.{hook}.anchor_class {chosen!r} is not one of '
+                             f'the classes {tuple(classes)}')
+        return list(classes).index(chosen)
+    if chosen is not None:
+        return int(chosen)
+    counts = count_annotations(DATASETS.build(cfg.train_dataloader.dataset), len(classes))
+    return int(np.argmax(counts))
+
+
+def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',
+                             num_images: Optional[int] = None, score_thr: float = 0.5,
+                             oracle: bool = False, seed: int = 0,
+                             device: Optional[str] = None, cfg_options=None) -> dict:
+    """The estimate report (:func:`~.estimate_file.build_report`) of ``config``'s priors.
+
+    Args:
+        config: the experiment config file.
+        checkpoint: a detector of that config trained with a provisional prior.
+        split: ``'train'`` or ``'val'``, the images to estimate on.
+        num_images: that many images evenly spaced over the split (None: all).
+        score_thr: detections with this score or more complete the labeled cells.
+        oracle: also estimate with the complete annotations (a ``CellCocoDataset``
+            whose deletion is switched off).
+        seed: the seed of the samplers (``torch`` RNG).
+        device: ``'cuda'`` or ``'cpu'``; None: cuda when available.
+        cfg_options: settings merged into the config (``--cfg-options`` as a dict).
+
+    Returns:
+        dict: the report, with the run's ``config``, ``checkpoint``, ``split``,
+        ``images``, ``score_thr`` and ``seed``.
+    """
+    cfg = load_config(config, cfg_options)
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    keys = stage_prior_keys(cfg, config)
+    dataset_cfg = split_dataset_config(cfg, split, config_file=config)
+    complete_cfg = split_dataset_config(cfg, split, complete=True,
+                                        config_file=config) if oracle else None
+    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+
+    model = MODELS.build(cfg.model)
+    load_checkpoint(model, checkpoint, map_location='cpu')
+    model = model.to(device).eval()
+    dataset = DATASETS.build(dataset_cfg)
+    complete = DATASETS.build(complete_cfg) if complete_cfg is not None else None
+    classes = list(dataset.metainfo['classes'])
+    num_classes = model.roi_head.bbox_head.num_classes
+    if len(classes) != num_classes:
+        raise ValueError(f'{config}: the dataset has {len(classes)} classes '
+                         f'{tuple(classes)}, the model {num_classes}')
+    hook = prior_hook_index(cfg)
+    anchor = anchor_class(cfg, hook, classes) if num_classes > 1 else 0
+
+    torch.manual_seed(seed)
+    indices = even_indices(len(dataset), num_images)
+    images = draw_split(model, dataset, indices, score_thr, complete, device)
+    estimates = estimate_priors(
+        images, num_classes,
+        estimator=getattr(model.roi_head.bbox_head.loss_cls, 'estimator', 'union'))
+    return dict(config=config, checkpoint=checkpoint, split=split, images=len(indices),
+                score_thr=score_thr, seed=seed,
+                **build_report(estimates, keys, classes, anchor, trained_priors(model),
+                               held_out=split == 'val',
+                               only_hook=hook is not None and len(cfg.custom_hooks) == 1))

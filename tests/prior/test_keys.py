@@ -1,0 +1,65 @@
+"""The config keys that hold pi: what a sweep sets and where each stage's prior is."""
+import pytest
+from mmengine.config import Config
+
+from mmdet_pu.prior.keys import (ROI_PRIOR_KEY, RPN_PRIOR_KEY, find_prior_keys, get_key,
+                                 stage_prior_keys)
+from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
+
+CONFIGS = REPO / 'configs'
+PU_KEYS = [RPN_PRIOR_KEY, ROI_PRIOR_KEY]
+
+
+def tiny_config(tmp_path):
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=2, size=128)
+    return write_tiny_config(tmp_path / 'pu_tiny.py', data_root,
+                             extra=pu_model_extra(0.3, 0.3))
+
+
+def test_stage_keys_of_the_shipped_configs():
+    binary = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_keep1_pu.py'))
+    assert stage_prior_keys(binary) == (ROI_PRIOR_KEY, RPN_PRIOR_KEY, False)
+    # multi-class: the hook sets the RPN prior (the sum of the class priors) ...
+    multi = Config.fromfile(
+        str(CONFIGS / 'synthetic' / 'synthetic_multi_cap2_mpu_prior_update.py'))
+    assert stage_prior_keys(multi) == ('custom_hooks.0.anchor_prior', RPN_PRIOR_KEY, True)
+    # ... unless told not to: then the RPN has its own prior
+    multi.custom_hooks[0].update_rpn_prior = False
+    assert stage_prior_keys(multi) == ('custom_hooks.0.anchor_prior', RPN_PRIOR_KEY, False)
+    ce = Config.fromfile(str(CONFIGS / 'synthetic' / 'synthetic_keep1_ce.py'))
+    with pytest.raises(ValueError, match="ce.py: model.roi_head.bbox_head.loss_cls is "
+                       "'CrossEntropyLoss'; expected a PULoss"):
+        stage_prior_keys(ce, 'ce.py')
+
+
+def test_default_keys_binary_and_multi_class(tmp_path):
+    cfg = Config.fromfile(tiny_config(tmp_path))
+    assert find_prior_keys(cfg) == PU_KEYS
+    multi = Config(dict(
+        model=dict(rpn_head=dict(loss_cls=dict(type='PULoss', prior=0.6)),
+                   roi_head=dict(bbox_head=dict(loss_cls=dict(type='MultiPULoss',
+                                                              priors=[0.3, 0.2])))),
+        custom_hooks=[dict(type='EMAHook'), dict(type='PriorUpdateHook',
+                                                 anchor_prior=0.3)]))
+    # pi_1 of the hook; the hook derives the other priors and the RPN prior from it
+    assert find_prior_keys(multi) == ['custom_hooks.1.anchor_prior']
+    assert get_key(multi, 'custom_hooks.1.anchor_prior') == 0.3
+    with pytest.raises(KeyError, match="no '5'"):
+        get_key(multi, 'custom_hooks.5.anchor_prior')
+    # fixed class priors (no hook): one swept value cannot set them
+    fixed = Config.fromfile(str(REPO / 'configs' / 'synthetic' /
+                                'synthetic_multi_cap2_mpu.py'))
+    with pytest.raises(ValueError, match='fixed per-class priors'):
+        find_prior_keys(fixed)
+
+
+def test_per_stage_rpn_prior_is_not_swept(tmp_path):
+    """An RPN prior that differs from the RoI head's is a per-stage prior: kept."""
+    cfg = Config.fromfile(tiny_config(tmp_path))
+    cfg.model.rpn_head.loss_cls.prior = 0.006
+    assert find_prior_keys(cfg) == ['model.roi_head.bbox_head.loss_cls.prior']
+    shipped = Config.fromfile(str(REPO / 'configs' / 'synthetic' / 'synthetic_keep1_pu.py'))
+    assert find_prior_keys(shipped) == ['model.roi_head.bbox_head.loss_cls.prior']
+    paper = Config.fromfile(str(REPO / 'configs' / 'pu' / 'mitos14_vgg16_keep1_pu.py'))
+    assert find_prior_keys(paper) == PU_KEYS

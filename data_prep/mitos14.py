@@ -19,6 +19,7 @@ import re
 import numpy as np
 
 from mmdet_pu.io.images import LazyImageReader, image_size
+from data_prep.folders import unique_folders
 from data_prep.points import check_points_inside, first_occurrences, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
@@ -42,17 +43,11 @@ def find_slides(src):
     A slide folder is a folder named ``A<2 digits>`` containing ``frames/x40``, found
     at most three levels below ``src``.
     """
-    slides = {}
-    for pattern in ('A??', '*/A??', '*/*/A??', '*/*/*/A??'):
-        for folder in sorted(src.glob(pattern)):
-            if not (SLIDE_PATTERN.fullmatch(folder.name)
-                    and (folder / 'frames' / 'x40').is_dir()):
-                continue
-            if folder.name in slides:
-                raise ValueError(f'slide {folder.name} is present twice: '
-                                 f'{slides[folder.name].relative_to(src)} and '
-                                 f'{folder.relative_to(src)}')
-            slides[folder.name] = folder
+    candidates = [folder for pattern in ('A??', '*/A??', '*/*/A??', '*/*/*/A??')
+                  for folder in sorted(src.glob(pattern))
+                  if (folder / 'frames' / 'x40').is_dir()]
+    slides = unique_folders(candidates, SLIDE_PATTERN, 'slide',
+                            lambda folder: folder.relative_to(src))
     if not slides:
         raise ValueError(f'{src}: no Aperio slide folder found (expected e.g. '
                          'A03/frames/x40/A03_00Aa.tiff, possibly as A03/A03/...)')

@@ -20,7 +20,7 @@ instead, each row a point; exports are then not read.
 
 Pixels and coordinates. PNG / JPEG / BMP through
 :class:`mmdet_pu.io.images.LazyImageReader`; TIFFs and whole slides through
-:func:`mmdet_pu.io.slides.open_slide` at level 0 (:class:`SlideRegions`), the reader of
+:func:`mmdet_pu.io.slides.open_level_regions` at level 0 (opened lazily), the reader of
 whole-slide inference, which also gives their ``mpp`` (written on every image entry).
 Exports are in QuPath's frame (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`): on
 a slide with ``openslide.bounds-*`` (MIRAX) QuPath's origin is the bounds' corner and
@@ -89,7 +89,7 @@ from data_prep.splits import split_groups
 from data_prep.writer import SourceImage, add_common_arguments, write_dataset
 from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
 from mmdet_pu.io.images import MAX_WHOLE_PIXELS, LazyImageReader, image_size
-from mmdet_pu.io.slides import OPENSLIDE_SUFFIXES, open_slide
+from mmdet_pu.io.slides import OPENSLIDE_SUFFIXES, open_level_regions, open_slide
 from mmdet_pu.io.tiff import TIFF_SUFFIXES
 
 #: Ordinary images, decoded whole by OpenCV.
@@ -152,31 +152,6 @@ def add_arguments(parser):
 
 # ------------------------------------------------------------------------ pixels ----
 
-class SlideRegions:
-    """Level-0 regions of a TIFF or whole slide, opened on the first read.
-
-    The slide is opened with :func:`mmdet_pu.io.slides.open_slide` (OpenSlide;
-    tifffile for TIFFs OpenSlide cannot open); ``close()`` releases it and it is
-    reopened if read again, so a converter can describe many slides without holding
-    them open.
-    """
-
-    def __init__(self, path):
-        self.path = Path(path)
-        self._slide = None
-
-    def read_region(self, x0, y0, w, h):
-        """RGB ``uint8`` pixels of the level-0 region ``[x0, x0+w) x [y0, y0+h)``."""
-        if self._slide is None:
-            self._slide = open_slide(self.path)
-        return self._slide.read_region(0, x0, y0, w, h)
-
-    def close(self):
-        if self._slide is not None:
-            self._slide.close()
-            self._slide = None
-
-
 class CropReader:
     """The regions of ``reader`` inside the crop starting at ``(x, y)``."""
 
@@ -235,7 +210,7 @@ def open_reader(path, use_bounds=True):
         size = image_size(path)
         return ImageSource(path, LazyImageReader(path), size, (0, 0, *size))
     with open_slide(path) as slide:
-        return ImageSource(path, SlideRegions(path), slide.dimensions,
+        return ImageSource(path, LazyImageReader(path, open_level_regions), slide.dimensions,
                            slide.qupath_frame(use_bounds), slide.mpp)
 
 

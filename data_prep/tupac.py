@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from mmdet_pu.io.images import LazyImageReader, image_size
+from data_prep.folders import unique_folders
 from data_prep.points import check_points_inside, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
@@ -89,16 +90,8 @@ def find_case_dirs(src, cases):
     if not parts:
         raise ValueError(f'{src}: no mitoses_image_data_part_N folder (expected e.g. '
                          'mitoses_image_data_part_1/01/01.tif)')
-    found = {}
-    for part in parts:
-        for folder in sorted(part.iterdir()):
-            if not (folder.is_dir() and CASE_PATTERN.fullmatch(folder.name)):
-                continue
-            if folder.name in found:
-                raise ValueError(f'case {folder.name} is present twice: '
-                                 f'{_display(found[folder.name], src)} and '
-                                 f'{_display(folder, src)}')
-            found[folder.name] = folder
+    found = unique_folders((folder for part in parts for folder in sorted(part.iterdir())),
+                           CASE_PATTERN, 'case', lambda folder: _display(folder, src))
     missing = [case for case in cases if case not in found]
     if missing:
         raise ValueError(f'{src}: cases {missing} not found in '

@@ -93,13 +93,13 @@ def parse_args(argv=None):
     parser.add_argument('checkpoint', help='checkpoint file')
     parser.add_argument('slides', help='a slide file, a directory of slides or a .txt list')
     parser.add_argument('--out', required=True, help='output directory')
-    parser.add_argument('--target-mpp', type=positive_float,
-                        help='micrometres per pixel the model sees (default: its training '
-                        "resolution, the checkpoint's dataset_meta.mpp or the config's "
-                        'metainfo.mpp)')
-    parser.add_argument('--level', type=int_at_least(0),
-                        help='pyramid level to read (default: the level closest to the '
-                        'target resolution; 0 without one)')
+    parser.add_argument(
+        '--target-mpp', type=positive_float,
+        help="micrometres per pixel the model sees (default: its training resolution: the "
+        "checkpoint's dataset_meta.mpp, else the config's metainfo.mpp)")
+    parser.add_argument(
+        '--level', type=int_at_least(0),
+        help='pyramid level to read (default: the one closest to the target resolution)')
     parser.add_argument('--roi', type=parse_roi,
                         help="region x,y,w,h in QuPath's pixel coordinates (level 0; "
                         'default: whole slide)')

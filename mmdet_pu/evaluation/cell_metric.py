@@ -136,6 +136,7 @@ class CellDetMetric(BaseMetric):
         super().__init__(collect_device=collect_device, prefix=prefix)
         if not 0 < iou_thr <= 1:
             raise ValueError(f'CellDetMetric: iou_thr must be in (0, 1], got {iou_thr}')
+        self.iou_thr = iou_thr
         if score_thr == 'val':
             raise ValueError(
                 "CellDetMetric: score_thr='val' is resolved by tools/test.py from the "
@@ -145,8 +146,10 @@ class CellDetMetric(BaseMetric):
                 or not 0 <= score_thr <= 1:
             raise ValueError(
                 f'CellDetMetric: score_thr must be a score in [0, 1], got {score_thr!r}')
+        self.score_thr = score_thr
         if radius is not None and radius <= 0:
             raise ValueError(f'CellDetMetric: radius must be positive, got {radius}')
+        self.radius = radius
         if score_thr_candidates is not None:
             score_thr_candidates = [float(t) for t in score_thr_candidates]
             if not score_thr_candidates or score_thr_candidates != sorted(
@@ -154,10 +157,7 @@ class CellDetMetric(BaseMetric):
                     or not score_thr_candidates[-1] <= 1:
                 raise ValueError('CellDetMetric: score_thr_candidates must be increasing '
                                  f'scores in [0, 1], got {score_thr_candidates}')
-        self.score_thr = score_thr
         self.score_thr_candidates = score_thr_candidates
-        self.iou_thr = iou_thr
-        self.radius = radius
         self.dump_per_image = dump_per_image
         self.out_dir = out_dir
 

@@ -37,11 +37,10 @@ class CellOverlayHook(Hook):
             raise ValueError(f'CellOverlayHook: style must be one of {STYLES}, got '
                              f'{style!r}')
         self.out_dir = out_dir
-        self.score_thr = score_thr
-        self.iou_thr = iou_thr
-        self.radius = radius
-        self.style = style
         self.interval = interval
+        #: how the overlays match and draw (the keywords of ``render_cell_overlays``)
+        self.drawing = dict(score_thr=score_thr, iou_thr=iou_thr, radius=radius,
+                            style=style)
         self._resolved_dir = None
 
     def before_test(self, runner) -> None:
@@ -62,8 +61,7 @@ class CellOverlayHook(Hook):
             overlays = render_cell_overlays(
                 image, pred.bboxes.cpu().numpy(), pred.scores.cpu().numpy(),
                 pred.labels.cpu().numpy(), gt_bboxes.cpu().numpy(),
-                gt.labels.cpu().numpy(), classes, score_thr=self.score_thr,
-                iou_thr=self.iou_thr, radius=self.radius, style=self.style)
+                gt.labels.cpu().numpy(), classes, **self.drawing)
             save_cell_overlays(self._resolved_dir, sample.img_path, overlays)
 
 

@@ -122,19 +122,22 @@ def open_image(path, max_whole_pixels=MAX_WHOLE_PIXELS):
 
 
 class LazyImageReader:
-    """A reader that opens ``path`` with :func:`open_image` on the first read.
+    """A reader that opens ``path`` on the first read, with ``open_reader`` (default
+    :func:`open_image`; :func:`mmdet_pu.io.slides.open_level_regions` for level 0 of a
+    slide).
 
     ``close()`` releases the underlying reader (it is reopened if read again).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, open_reader=None):
         self.path = Path(path)
+        self.open_reader = open_reader or open_image
         self._reader = None
 
     def read_region(self, x0, y0, w, h):
         """RGB ``uint8`` pixels of the region ``[x0, x0+w) x [y0, y0+h)``."""
         if self._reader is None:
-            self._reader = open_image(self.path)
+            self._reader = self.open_reader(self.path)
         return self._reader.read_region(x0, y0, w, h)
 
     def close(self):

@@ -256,6 +256,26 @@ def open_slide(path, max_whole_pixels=MAX_WHOLE_PIXELS) -> SlideReader:
                          f'cannot either ({err})') from err
 
 
+class LevelRegions:
+    """One level of a slide behind the ``read_region(x0, y0, w, h)`` reader interface of
+    :mod:`mmdet_pu.io.images` (dataset converters read slides through it)."""
+
+    def __init__(self, slide: SlideReader, level: int = 0):
+        self.slide, self.level = slide, level
+
+    def read_region(self, x0, y0, w, h):
+        """RGB ``uint8`` pixels of ``[x0, x0 + w) x [y0, y0 + h)`` of the level."""
+        return self.slide.read_region(self.level, x0, y0, w, h)
+
+    def close(self):
+        self.slide.close()
+
+
+def open_level_regions(path, level: int = 0) -> LevelRegions:
+    """:func:`open_slide` at one level, as a region reader of the dataset converters."""
+    return LevelRegions(open_slide(path), level)
+
+
 def find_slides(path):
     """The slide files of a directory (sorted, not recursive), or ``[path]`` for a file.
 

@@ -143,6 +143,8 @@ def test_composition_and_data_pipelines(path, dataset_roots):
         assert kept == [CELLS_PER_IMAGE] * len(train)
     elif train_deletion.type == 'KeepPerPatch':
         assert max(kept) <= train_deletion.k < CELLS_PER_IMAGE
+    elif train_deletion.type == 'KeepRegion':
+        assert 1 <= min(kept) and max(kept) < CELLS_PER_IMAGE
     else:
         assert train_deletion.type == 'CapPerClass'
         for i in range(len(train)):

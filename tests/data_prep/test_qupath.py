@@ -20,8 +20,8 @@ import tifffile
 from mmengine.config import Config
 
 from data_prep import qupath
-from data_prep.qupath import (SlideRegions, match_exports, open_reader, qupath_stem,
-                              region_crops)
+from data_prep.qupath import match_exports, open_reader, qupath_stem, region_crops
+from mmdet_pu.io.images import LazyImageReader
 from mmdet_pu.io.qupath import Region
 from mmdet_pu.io.slides import OpenSlideReader
 from tests._data import REPO
@@ -673,15 +673,15 @@ def test_slides_are_read_by_the_whole_slide_reader_opened_lazily(tmp_path):
     for path, backend in ((pyramid, 'openslide'), (strips, 'tifffile')):
         source = open_reader(path)
         reader = source.reader
-        assert isinstance(reader, SlideRegions) and source.size == (420, 300)
+        assert isinstance(reader, LazyImageReader) and source.size == (420, 300)
         assert source.frame == (0, 0, 420, 300) and source.mpp is None
-        assert reader._slide is None  # nothing held open until the writer reads
+        assert reader._reader is None  # nothing held open until the writer reads
         assert np.array_equal(reader.read_region(100, 37, 250, 200), image[37:237, 100:350])
-        assert reader._slide.backend == backend
+        assert reader._reader.slide.backend == backend
         with pytest.raises(ValueError, match=r'is not inside level 0 \(420x300\)'):
             reader.read_region(400, 0, 30, 10)
         reader.close()
-        assert reader._slide is None
+        assert reader._reader is None
         assert np.array_equal(reader.read_region(5, 6, 30, 20), image[6:26, 5:35])
         reader.close()
 

@@ -212,28 +212,29 @@ class PriorUpdateHook(Hook):
         if not 0 < max_total_prior < 1:
             raise ValueError('PriorUpdateHook: max_total_prior must be in (0, 1), '
                              f'got {max_total_prior}')
+        self.max_total_prior = max_total_prior
         if not 0 < anchor_prior < max_total_prior:
             raise ValueError('PriorUpdateHook: anchor_prior (pi_1) must be in '
                              f'(0, max_total_prior={max_total_prior}), got {anchor_prior}')
+        self.anchor_prior = anchor_prior
+        self.anchor_class = anchor_class
         if not 0 < min_prior < anchor_prior:
             raise ValueError('PriorUpdateHook: min_prior must be in '
                              f'(0, anchor_prior={anchor_prior}), got {min_prior}')
+        self.min_prior = min_prior
         if not 0 <= smoothing < 1:
             raise ValueError(f'PriorUpdateHook: smoothing must be in [0, 1), got '
                              f'{smoothing}')
+        self.smoothing = smoothing
         if interval < 1 or begin_iter < 0:
             raise ValueError('PriorUpdateHook: interval must be >= 1 and begin_iter '
                              f'>= 0, got interval={interval}, begin_iter={begin_iter}')
-        self.anchor_prior = anchor_prior
-        self.anchor_class = anchor_class
-        self.score_thr = score_thr
         self.interval = interval
         self.begin_iter = begin_iter
-        self.min_prior = min_prior
-        self.max_total_prior = max_total_prior
+        # counting detections: at which score, and with the step's own features
+        self.score_thr = score_thr
         self.reuse_features = reuse_features
         self.update_rpn_prior = update_rpn_prior
-        self.smoothing = smoothing
         self.running_counts: Optional[Tensor] = None
         self._warned_clip = False
         self._feature_hook = None

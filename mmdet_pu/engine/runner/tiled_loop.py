@@ -53,29 +53,32 @@ class TiledInferenceMixin:
             all, each tile being capped by the model's ``test_cfg``.
 
     The loop class sets ``stage`` (``'test'`` or ``'val'``): it selects the model's
-    ``<stage>_step`` and the ``before/after_<stage>_iter`` hooks.
+    ``<stage>_step`` and the ``before/after_<stage>_iter`` hooks. The other arguments
+    (``runner``, ``dataloader``, ``evaluator``, ``fp16``) are the mmengine loop's.
     """
 
-    def _init_tiling(self, tile_size: int, overlap: int, nms_iou: float,
-                     class_agnostic: bool, tile_batch_size: int,
-                     max_per_img: int) -> None:
+    def __init__(self, runner, dataloader: Union[DataLoader, Dict],
+                 evaluator: Union[Evaluator, Dict, List], tile_size: int,
+                 overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
+                 tile_batch_size: int = 8, max_per_img: int = -1,
+                 fp16: bool = False) -> None:
+        super().__init__(runner, dataloader, evaluator, fp16=fp16)
+        name = type(self).__name__
         if not (isinstance(tile_size, int) and tile_size > 0):
-            raise ValueError(f'{type(self).__name__}: tile_size must be a positive int, '
-                             f'got {tile_size!r}')
-        if not 0 <= overlap < tile_size:
-            raise ValueError(f'{type(self).__name__}: overlap must be in [0, tile_size='
-                             f'{tile_size}), got {overlap!r}')
-        if not 0 < nms_iou <= 1:
-            raise ValueError(f'{type(self).__name__}: nms_iou must be in (0, 1], got '
-                             f'{nms_iou!r}')
-        if tile_batch_size < 1:
-            raise ValueError(f'{type(self).__name__}: tile_batch_size must be >= 1, got '
-                             f'{tile_batch_size!r}')
+            raise ValueError(f'{name}: tile_size must be a positive int, got {tile_size!r}')
         self.tile_size = tile_size
+        if not 0 <= overlap < tile_size:
+            raise ValueError(f'{name}: overlap must be in [0, tile_size={tile_size}), got '
+                             f'{overlap!r}')
         self.overlap = overlap
+        if not 0 < nms_iou <= 1:
+            raise ValueError(f'{name}: nms_iou must be in (0, 1], got {nms_iou!r}')
         self.nms_iou = nms_iou
-        self.class_agnostic = class_agnostic
+        if tile_batch_size < 1:
+            raise ValueError(f'{name}: tile_batch_size must be >= 1, got '
+                             f'{tile_batch_size!r}')
         self.tile_batch_size = tile_batch_size
+        self.class_agnostic = class_agnostic
         self.max_per_img = max_per_img
 
     def predict_tiled(self, step, data_batch: dict) -> List[DetDataSample]:
@@ -133,35 +136,12 @@ class TiledInferenceMixin:
 
 @LOOPS.register_module()
 class TiledTestLoop(TiledInferenceMixin, TestLoop):
-    """``TestLoop`` that predicts whole images tile by tile and merges with NMS.
-
-    Args:
-        runner, dataloader, evaluator, fp16: as ``mmengine.runner.TestLoop``.
-        tile_size, overlap, nms_iou, class_agnostic, tile_batch_size, max_per_img: see
-            :class:`TiledInferenceMixin`.
-    """
+    """``TestLoop`` that predicts whole images tile by tile and merges with NMS
+    (arguments: :class:`TiledInferenceMixin`)."""
     stage = 'test'
-
-    def __init__(self, runner, dataloader: Union[DataLoader, Dict],
-                 evaluator: Union[Evaluator, Dict, List], tile_size: int,
-                 overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
-                 tile_batch_size: int = 8, max_per_img: int = -1,
-                 fp16: bool = False) -> None:
-        super().__init__(runner, dataloader, evaluator, fp16=fp16)
-        self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
-                          max_per_img)
 
 
 @LOOPS.register_module()
 class TiledValLoop(TiledInferenceMixin, ValLoop):
     """``ValLoop`` counterpart of :class:`TiledTestLoop` (validation on whole images)."""
     stage = 'val'
-
-    def __init__(self, runner, dataloader: Union[DataLoader, Dict],
-                 evaluator: Union[Evaluator, Dict, List], tile_size: int,
-                 overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
-                 tile_batch_size: int = 8, max_per_img: int = -1,
-                 fp16: bool = False) -> None:
-        super().__init__(runner, dataloader, evaluator, fp16=fp16)
-        self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
-                          max_per_img)

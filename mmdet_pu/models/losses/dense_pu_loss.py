@@ -163,6 +163,18 @@ class DensePULoss(nn.Module):
     ``gamma`` (focal) and ``beta`` (quality focal) are the detector's own parameters,
     and they act on the unscaled bracket. Half-precision scores are evaluated in
     float32.
+
+    Args (every subclass takes them as keyword arguments):
+        prior (float, optional): pi of a one-class head, 0 < pi < 1.
+        priors (list[float], optional): One prior per class, each in (0, 1), sum < 1.
+        use_sigmoid (bool): Must be True (read by the head for its channel count).
+        estimator (str): ``'union'`` (U ∪ P, the paper's, default) or ``'unlabeled'``
+            (naive, U only).
+        nonnegative (str): ``'clamp'`` (the paper's max{0, .}, default) or ``'nnpu'``.
+        nnpu_beta (float): nnPU threshold (``nonnegative='nnpu'`` only).
+        nnpu_gamma (float): nnPU ascent factor (``nonnegative='nnpu'`` only).
+        risk_scale (str): ``'per_positive'`` (default) or ``'per_location'``.
+        loss_weight (float): Weight of the loss.
     """
 
     #: dense PU heads read this to build a sigmoid classifier by default
@@ -314,34 +326,13 @@ class FocalPULoss(DensePULoss):
     arguments and buffers: :class:`DensePULoss`.
 
     Args:
-        prior (float, optional): pi of a one-class head, 0 < pi < 1.
-        priors (list[float], optional): One prior per class, each in (0, 1), sum < 1.
         gamma (float): Focal focusing parameter, as ``FocalLoss``. Defaults to 2.0.
         alpha (float): Focal positive weight, as ``FocalLoss``. Defaults to 0.25.
-        use_sigmoid (bool): Must be True (read by the head for its channel count).
-        estimator (str): ``'union'`` (U ∪ P, the paper's, default) or ``'unlabeled'``
-            (naive, U only).
-        nonnegative (str): ``'clamp'`` (the paper's max{0, .}, default) or ``'nnpu'``.
-        nnpu_beta (float): nnPU threshold (``nonnegative='nnpu'`` only).
-        nnpu_gamma (float): nnPU ascent factor (``nonnegative='nnpu'`` only).
-        risk_scale (str): ``'per_positive'`` (default) or ``'per_location'``.
-        loss_weight (float): Weight of the loss.
+        **kwargs: The prior(s) and the risk options of :class:`DensePULoss`.
     """
 
-    def __init__(self,
-                 prior: float = None,
-                 priors: list = None,
-                 gamma: float = 2.0,
-                 alpha: float = 0.25,
-                 use_sigmoid: bool = True,
-                 estimator: str = 'union',
-                 nonnegative: str = 'clamp',
-                 nnpu_beta: float = 0.0,
-                 nnpu_gamma: float = 1.0,
-                 risk_scale: str = 'per_positive',
-                 loss_weight: float = 1.0) -> None:
-        super().__init__(prior, priors, use_sigmoid, estimator, nonnegative,
-                         nnpu_beta, nnpu_gamma, risk_scale, loss_weight)
+    def __init__(self, gamma: float = 2.0, alpha: float = 0.25, **kwargs) -> None:
+        super().__init__(**kwargs)
         if not gamma >= 0:
             raise ValueError(f'loss_cls.gamma: expected the focal gamma >= 0, got {gamma}')
         if not 0 <= alpha <= 1:
@@ -392,32 +383,13 @@ class QualityFocalPULoss(DensePULoss):
     The target is the head's tuple ``(labels, quality)``, both ``(N,)``.
 
     Args:
-        prior (float, optional): pi of a one-class head, 0 < pi < 1.
-        priors (list[float], optional): One prior per class, each in (0, 1), sum < 1.
         beta (float): Exponent of the quality modulation, as ``QualityFocalLoss``.
             Defaults to 2.0.
-        use_sigmoid (bool): Must be True (read by the head for its channel count).
-        estimator (str): ``'union'`` (default) or ``'unlabeled'``.
-        nonnegative (str): ``'clamp'`` (default) or ``'nnpu'``.
-        nnpu_beta (float): nnPU threshold (``nonnegative='nnpu'`` only).
-        nnpu_gamma (float): nnPU ascent factor (``nonnegative='nnpu'`` only).
-        risk_scale (str): ``'per_positive'`` (default) or ``'per_location'``.
-        loss_weight (float): Weight of the loss.
+        **kwargs: The prior(s) and the risk options of :class:`DensePULoss`.
     """
 
-    def __init__(self,
-                 prior: float = None,
-                 priors: list = None,
-                 beta: float = 2.0,
-                 use_sigmoid: bool = True,
-                 estimator: str = 'union',
-                 nonnegative: str = 'clamp',
-                 nnpu_beta: float = 0.0,
-                 nnpu_gamma: float = 1.0,
-                 risk_scale: str = 'per_positive',
-                 loss_weight: float = 1.0) -> None:
-        super().__init__(prior, priors, use_sigmoid, estimator, nonnegative,
-                         nnpu_beta, nnpu_gamma, risk_scale, loss_weight)
+    def __init__(self, beta: float = 2.0, **kwargs) -> None:
+        super().__init__(**kwargs)
         if not beta >= 0:
             raise ValueError(f'loss_cls.beta: expected the quality focal beta >= 0, '
                              f'got {beta}')

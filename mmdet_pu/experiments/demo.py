@@ -81,11 +81,10 @@ def run_options(data_root: str, iters: Optional[int] = None,
     options = [f'{loader}.dataset.data_root={root}'
                for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
     if iters:
-        # the learning-rate step of schedules/cpu_short.py stays at 80 % of training
+        # the learning-rate step of schedules/cpu_short.py follows: 80 % of training
         options += [f'train_cfg.max_iters={iters}',
                     f'train_cfg.val_interval={iters}',
-                    f'default_hooks.checkpoint.interval={iters}',
-                    f'param_scheduler.0.milestones=[{max(1, int(0.8 * iters))}]']
+                    f'default_hooks.checkpoint.interval={iters}']
     return options + list(cfg_options)
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 from mmengine.config import Config
-from mmengine.runner import Runner
 
+from mmdet_pu.launch import build_runner
 from mmdet_pu.prior.estimate_file import format_table, write_estimate
 from mmdet_pu.prior.from_checkpoint import estimate_from_checkpoint
 from mmdet_pu.prior.keys import ROI_PRIOR_KEY, RPN_PRIOR_KEY
@@ -18,8 +18,8 @@ from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 # PU losses, and the val/train data as CellCocoDataset with one labeled cell per image
 EXTRA = pu_model_extra(0.05, 0.3) + """
 deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
-train_dataloader['dataset'].update(type='CellCocoDataset', deletion=deletion)
-val_dataloader['dataset'].update(type='CellCocoDataset', deletion=deletion)
+train_dataloader['dataset'].update(type='CellCocoDataset')
+val_dataloader['dataset'].update(type='CellCocoDataset')
 """
 
 
@@ -39,7 +39,7 @@ def trained(tmp_path_factory):
     cfg = Config.fromfile(config)
     cfg.work_dir = str(tmp_path / 'work')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None  # training only
-    Runner.from_cfg(cfg).train()
+    build_runner(cfg).train()
     return config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
 
 
@@ -103,7 +103,7 @@ def test_oracle_needs_a_cell_dataset(trained):
     with pytest.raises(ValueError, match='train_dataloader.dataset is a CocoDataset: '
                        '--oracle needs a CellCocoDataset'):
         estimate_from_checkpoint(config, checkpoint, oracle=True, cfg_options={
-            'train_dataloader.dataset.type': 'CocoDataset'})
+            'train_dataloader.dataset.type': 'CocoDataset', 'deletion': None})
 
 
 def test_command_line_writes_the_report(trained, tmp_path):

@@ -1,0 +1,244 @@
+"""Fit the class prior of a config to its own data in at most three trainings
+(``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
+synthetic regimes").
+
+In ``<work dir>``:
+
+1. ``provisional/``: the config trained and tested as it is (its priors are a start);
+2. ``estimate.json``: each stage's share of cells among the samples it draws, estimated
+   from that detector on the incompletely annotated training split
+   (``tools/estimate_prior.py``; the RoI head's by best-bin estimation, BBE, the RPN's by
+   the label frequency; docs/method.md#priors-per-stage);
+3. ``x<factor>/``: one training per factor, every stage's estimate scaled by the factor
+   in odds, ``pi' = f pi / (1 - pi + f pi)`` (so it stays in (0, 1)); with several
+   classes each class prior is scaled and the RoI priors together kept below 1;
+4. the choice among the provisional and the candidate trainings by Lee & Liu's criterion
+   on the validation split, r^2 / detections per image at the test score threshold
+   (:func:`~.selection.choose_by_pu_criterion`), which needs only the labeled cells and
+   sees the false positives of a bold prior as well as the misses of a timid one.
+
+It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
+another file system), ``fit_prior.json`` (the estimates, every training's priors,
+validation recall, criterion and test metrics, the choice and why) and
+``fit_prior.png`` (the criterion and the validation recall against the RoI prior).
+Runs are resumable (:class:`~mmdet_pu.experiments.runs.Run`): the same command
+continues an interrupted fit.
+"""
+import json
+import os
+import os.path as osp
+import shutil
+from typing import Callable, Dict, List, Sequence
+
+from mmdet_pu.evaluation.comparison import load_report
+from mmdet_pu.experiments.reports import pyplot, save_figure, write_json
+from mmdet_pu.experiments.runs import Run, run_all
+from .selection import choose_by_pu_criterion, read_val_metrics
+from .versus import estimate_run
+
+#: Factors (in odds) applied to the estimated shares: the candidate trainings.
+DEFAULT_FACTORS = (0.5, 2.0)
+#: The RoI head's estimator of the share of cells and its fallback.
+ROI_ESTIMATOR, ROI_FALLBACK = 'bbe', 'label_frequency'
+RPN_ESTIMATOR = 'label_frequency'
+#: The largest sum of the class priors a candidate may have (MultiPULoss needs < 1).
+MAX_TOTAL_PRIOR = 0.95
+TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
+
+
+def scale_odds(prior: float, factor: float) -> float:
+    """``prior`` with its odds multiplied by ``factor``."""
+    odds = factor * prior / (1 - prior)
+    return odds / (1 + odds)
+
+
+def estimated_shares(report: dict) -> dict:
+    """``{'roi': [per-class share], 'rpn': share or None}`` of an estimate report: BBE
+    per class (the label frequency where BBE has none), the RPN's label frequency."""
+    roi = report['stages']['roi']['estimates']
+    shares = []
+    for cls in report['classes']:
+        value = roi[ROI_ESTIMATOR]['per_class'][cls]['prior']
+        if value is None:
+            value = roi[ROI_FALLBACK]['per_class'][cls]['prior']
+        shares.append(float(value))
+    rpn = report['stages']['rpn']
+    rpn_share = None if rpn['key'] is None else float(
+        rpn['estimates'][RPN_ESTIMATOR]['value'])
+    return dict(roi=shares, rpn=rpn_share)
+
+
+def candidate_options(report: dict, factor: float) -> Dict[str, object]:
+    """``{key: value}`` that train every stage at ``factor`` times its estimated share
+    (in odds), plus the report's other options (e.g. ``custom_hooks=[]``, which leaves
+    out a multi-class update rule: the class priors are fixed)."""
+    shares = estimated_shares(report)
+    roi_key, rpn_key = report['stages']['roi']['key'], report['stages']['rpn']['key']
+    roi = [scale_odds(share, factor) for share in shares['roi']]
+    if len(roi) > 1 and sum(roi) > MAX_TOTAL_PRIOR:
+        roi = [value * MAX_TOTAL_PRIOR / sum(roi) for value in roi]
+    options = {}
+    for option in report['cfg_options']:
+        key, value = option.split('=', 1)
+        if key not in (roi_key, rpn_key):
+            options[key] = value
+    if roi_key.endswith('.priors'):
+        options[roi_key] = [round(value, 4) for value in roi]
+    else:
+        options[roi_key] = round(roi[0], 4)
+    if rpn_key is not None:
+        options[rpn_key] = round(scale_odds(shares['rpn'], factor), 5)
+    return options
+
+
+def option_strings(options: Dict[str, object]) -> List[str]:
+    """``['key=value', ...]`` as ``--cfg-options`` takes them (lists without spaces)."""
+    def text(value):
+        return json.dumps(value, separators=(',', ':')) if isinstance(value, list) \
+            else str(value)
+    return [f'{key}={text(value)}' for key, value in options.items()]
+
+
+def factor_dir(factor: float) -> str:
+    return f'x{factor:g}'
+
+
+def _row(index: int, run: Run, priors: Dict[str, object]) -> dict:
+    """What the fit reports of one training: priors, validation and test metrics
+    (``prior`` is its index: the order :func:`choose_by_pu_criterion` keeps)."""
+    val = read_val_metrics(run.work_dir)
+    if val is None:
+        raise RuntimeError(f'{run.work_dir}: no cell_metrics/val_per_image.json; the '
+                           'config must validate at the end of training')
+    report = load_report(run.report)
+    head = f'{report["prefix"]}/' if report.get('prefix') else ''
+    test = {name: report['metrics'].get(head + name) for name in TEST_METRICS}
+    return dict(name=run.name, prior=index, run_dir=run.work_dir, priors=priors,
+                val_recall=val['avg_recall'], counts=val['counts'], test=test,
+                checkpoint=run.last_checkpoint())
+
+
+def link_checkpoint(source: str, target: str) -> None:
+    """``target`` becomes a hard link to ``source`` (a copy across file systems)."""
+    tmp = f'{target}.tmp{os.getpid()}'
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
+def draw_fit(rows: List[dict], chosen: dict, roi_key: str, shares: dict):
+    """The criterion and the validation recall of every training against its RoI
+    prior (the first class's with several classes), the estimated share marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+
+    def roi_prior(row):
+        value = row['priors']['roi']
+        return value[0] if isinstance(value, list) else value
+
+    rows = sorted(rows, key=roi_prior)
+    x = [roi_prior(row) for row in rows]
+    ax.plot(x, [row['pu_criterion'] for row in rows], 'o-', label="Lee & Liu's criterion")
+    ax.plot(x, [row['val_recall'] for row in rows], 's--', label='validation recall')
+    ax.axvline(shares['roi'][0], color='grey', lw=1, label='estimated share')
+    ax.plot([roi_prior(chosen)], [chosen['pu_criterion']], '*', ms=16, color='crimson',
+            label=f'chosen: {chosen["name"]}')
+    for xi, row in zip(x, rows):
+        ax.annotate(row['name'], (xi, row['pu_criterion']), textcoords='offset points',
+                    xytext=(4, 6), fontsize=8)
+    ax.set_xscale('log')
+    ax.set_xlabel(f'{roi_key} (log scale)')
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=8, loc='lower left')
+    ax.set_title('fit_prior: the trainings on the validation split')
+    fig.tight_layout()
+    return fig
+
+
+def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
+              factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
+              echo: Callable[[str], None] = print) -> dict:
+    """Run the fit (module docstring) and write its outputs; returns the summary.
+
+    Raises:
+        ValueError: a factor <= 0, or a work dir holding runs of other options.
+        RuntimeError: a training or the estimate failed, or no training detects a
+            labeled validation cell (the criterion cannot choose).
+    """
+    if not factors or any(not f > 0 for f in factors) or len(set(factors)) != len(factors):
+        raise ValueError(f'factors must be distinct and > 0, got {list(factors)}')
+    options = [*cfg_options, f'randomness.seed={seed}']
+    provisional = Run(config, osp.join(work_dir, 'provisional'), options,
+                      name='provisional')
+    echo('training 1: the provisional detector (the config\'s priors)')
+    run_all([provisional], jobs=1, echo=echo)
+    estimate_file = osp.join(work_dir, 'estimate.json')
+    if not osp.isfile(estimate_file):
+        echo('estimating each stage\'s share of cells from it (training split)')
+        estimate_run(provisional, estimate_file)
+    with open(estimate_file) as f:
+        report = json.load(f)
+    shares = estimated_shares(report)
+    candidates = {factor: candidate_options(report, factor) for factor in factors}
+    runs = {factor: Run(config, osp.join(work_dir, factor_dir(factor)),
+                        [*cfg_options, *option_strings(opts), f'randomness.seed={seed}'],
+                        name=factor_dir(factor))
+            for factor, opts in candidates.items()}
+    echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
+    run_all(list(runs.values()), jobs=jobs, echo=echo)
+
+    keys = dict(roi=report['stages']['roi']['key'], rpn=report['stages']['rpn']['key'])
+    rows = [_row(0, provisional, dict(report['trained_with']))]
+    rows += [_row(i, run, {stage: candidates[factor].get(key)
+                           for stage, key in keys.items()})
+             for i, (factor, run) in enumerate(runs.items(), start=1)]
+    reason = ("the best Lee & Liu criterion (recall^2 / detections per image at the test "
+              'score threshold, normalised by its best over the trainings) on the '
+              'validation split')
+    try:
+        chosen = choose_by_pu_criterion(rows)
+    except RuntimeError:
+        chosen = rows[0]
+        for row in rows:
+            row['pu_criterion'] = 0.0
+        reason = ('no training detects a labeled validation cell at the test score '
+                  'threshold, so the criterion cannot choose: the provisional is kept '
+                  '(train longer, or check the labels)')
+        echo(f'warning: {reason}')
+    final = osp.join(work_dir, 'fit_prior.pth')
+    link_checkpoint(chosen['checkpoint'], final)
+    summary = dict(
+        config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
+        keys=keys, estimators=dict(roi=ROI_ESTIMATOR, rpn=RPN_ESTIMATOR),
+        estimated_shares=shares,
+        trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
+                   for row in rows],
+        chosen=chosen['name'], checkpoint=final,
+        chosen_cfg_options=[] if chosen['name'] == 'provisional' else option_strings(
+            candidates[factors[[factor_dir(f) for f in factors].index(chosen['name'])]]),
+        reason=reason)
+    write_json(osp.join(work_dir, 'fit_prior.json'), summary)
+    save_figure(draw_fit(rows, chosen, keys['roi'], shares),
+                osp.join(work_dir, 'fit_prior.png'))
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    """A table of the trainings and the choice, for the terminal."""
+    lines = ['training      priors                                  val R   criterion  '
+             'test F1  test AP']
+    for row in summary['trainings']:
+        priors = ', '.join(f'{stage} {value}' for stage, value in row['priors'].items()
+                           if value is not None)
+        f1, ap = row['test']['avg_f1'], row['test']['ap']
+        lines.append(f'{row["name"]:13s} {priors:39s} {row["val_recall"]:.3f}   '
+                     f'{row["pu_criterion"]:.3f}      '
+                     f'{"-" if f1 is None else f"{f1:.3f}":7s}  '
+                     f'{"-" if ap is None else f"{ap:.3f}"}')
+    lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
+                 f'{summary["checkpoint"]}')
+    if summary['chosen_cfg_options']:
+        lines.append('its options: --cfg-options ' + ' '.join(summary['chosen_cfg_options']))
+    return '\n'.join(lines)

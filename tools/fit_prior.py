@@ -1,0 +1,64 @@
+"""Fit the class prior of a config to its own data in at most three trainings.
+
+Usage::
+
+    python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.5 2] [--seed 0]
+        [--jobs N] [--cfg-options KEY=VALUE ...]
+
+Trains the config as it is (the provisional detector), estimates each stage's share of
+cells from it on the training split (``tools/estimate_prior.py``), trains once more per
+``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
+the best Lee & Liu criterion on the validation split (recall^2 / detections per image):
+no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
+name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every
+training, the estimates, the choice and why; ``chosen_cfg_options`` trains it again),
+``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
+:mod:`mmdet_pu.prior.fit` documents the details; docs/experiments.md the evidence.
+"""
+import argparse
+import os.path as osp
+import sys
+
+from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
+from mmdet_pu.prior.fit import DEFAULT_FACTORS, fit_prior, format_summary
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Fit the class prior of a config to its data (<= 3 trainings)',
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument('config', help='a PU config (binary or multi-class)')
+    parser.add_argument('--work-dir', help='default: work_dirs/<config name>_fit_prior')
+    parser.add_argument('--factors', type=float, nargs='+', default=list(DEFAULT_FACTORS),
+                        help='odds factors on the estimated shares, one training each '
+                        f'(default: {" ".join(map(str, DEFAULT_FACTORS))})')
+    parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='trainings side by side (each gets cores/jobs threads)')
+    parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
+                        help='passed to every training, test and estimate')
+    args = parser.parse_args(argv)
+    if not osp.isfile(args.config):
+        parser.error(f'config {args.config} not found')
+    check_run_arguments(parser, args.jobs, args.cfg_options, factors=args.factors)
+    if any(not f > 0 for f in args.factors):
+        parser.error(f'--factors {args.factors}: expected values > 0')
+    args.work_dir = args.work_dir or default_work_dir(args.config, '_fit_prior')
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
+                            args.factors, args.jobs,
+                            echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
+    except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
+        sys.exit(f'[fit_prior] {error}')
+    print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
+          'fit_prior.png and fit_prior.pth')
+    return summary
+
+
+if __name__ == '__main__':
+    main()

@@ -13,6 +13,21 @@ from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet_pu.io.slides import SlideReader
 
 
+BACKGROUND, TISSUE, NUCLEUS = (240, 240, 240), (230, 170, 210), (60, 40, 110)
+# 16 px "cells" (top-left corners) on a 640 x 480 slide; tiles of 128 px with overlap 32
+# start at x = 0, 96, 192, ...: the cells at x = 90 and 100 lie on the first border.
+CELLS = [(20, 20), (90, 40), (100, 200), (150, 100), (200, 300), (250, 420)]
+
+
+def make_slide_image(tissue_width=320):
+    """Tissue (pink) left of ``tissue_width`` with dark cells, glass on the right."""
+    image = np.full((480, 640, 3), BACKGROUND, np.uint8)
+    image[:, :tissue_width] = TISSUE
+    for x, y in CELLS:
+        image[y:y + 16, x:x + 16] = NUCLEUS
+    return image
+
+
 class RecordingReader(SlideReader):
     """Wraps a reader and records every region it is asked for."""
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.5 2] [--seed 0]
+    python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
         [--jobs N] [--cfg-options KEY=VALUE ...]
 
 Trains the config as it is (the provisional detector), estimates each stage's share of

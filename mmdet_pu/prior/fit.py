@@ -37,7 +37,7 @@ from .selection import choose_by_pu_criterion, read_val_metrics
 from .versus import estimate_run
 
 #: Factors (in odds) applied to the estimated shares: the candidate trainings.
-DEFAULT_FACTORS = (0.5, 2.0)
+DEFAULT_FACTORS = (0.7, 2.0)
 #: The RoI head's estimator of the share of cells and its fallback.
 ROI_ESTIMATOR, ROI_FALLBACK = 'bbe', 'label_frequency'
 RPN_ESTIMATOR = 'label_frequency'

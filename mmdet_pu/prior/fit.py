@@ -28,7 +28,7 @@ import json
 import os
 import os.path as osp
 import shutil
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from mmdet_pu.evaluation.comparison import load_report
 from mmdet_pu.experiments.reports import pyplot, save_figure, write_json
@@ -52,27 +52,31 @@ def scale_odds(prior: float, factor: float) -> float:
     return odds / (1 + odds)
 
 
-def estimated_shares(report: dict) -> dict:
-    """``{'roi': [per-class share], 'rpn': share or None}`` of an estimate report: BBE
-    per class (the label frequency where BBE has none), the RPN's label frequency."""
+def estimated_shares(report: dict, roi_estimator: str = ROI_ESTIMATOR,
+                     rpn_estimator: str = RPN_ESTIMATOR) -> dict:
+    """``{'roi': [per-class share], 'rpn': share or None}`` of an estimate report: by
+    default BBE per class (the label frequency where BBE has none) and the RPN's label
+    frequency (``'oracle'``: the shares with the complete labels)."""
     roi = report['stages']['roi']['estimates']
     shares = []
     for cls in report['classes']:
-        value = roi[ROI_ESTIMATOR]['per_class'][cls]['prior']
+        value = roi[roi_estimator]['per_class'][cls]['prior']
         if value is None:
             value = roi[ROI_FALLBACK]['per_class'][cls]['prior']
         shares.append(float(value))
     rpn = report['stages']['rpn']
     rpn_share = None if rpn['key'] is None else float(
-        rpn['estimates'][RPN_ESTIMATOR]['value'])
+        rpn['estimates'][rpn_estimator]['value'])
     return dict(roi=shares, rpn=rpn_share)
 
 
-def candidate_options(report: dict, factor: float) -> Dict[str, object]:
-    """``{key: value}`` that train every stage at ``factor`` times its estimated share
-    (in odds), plus the report's other options (e.g. ``custom_hooks=[]``, which leaves
-    out a multi-class update rule: the class priors are fixed)."""
-    shares = estimated_shares(report)
+def candidate_options(report: dict, factor: float,
+                      shares: Optional[dict] = None) -> Dict[str, object]:
+    """``{key: value}`` that train every stage at ``factor`` times its share (in odds;
+    default :func:`estimated_shares`), plus the report's other options (e.g.
+    ``custom_hooks=[]``, which leaves out a multi-class update rule: the class priors
+    are fixed)."""
+    shares = shares or estimated_shares(report)
     roi_key, rpn_key = report['stages']['roi']['key'], report['stages']['rpn']['key']
     roi = [scale_odds(share, factor) for share in shares['roi']]
     if len(roi) > 1 and sum(roi) > MAX_TOTAL_PRIOR:

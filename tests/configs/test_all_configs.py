@@ -12,6 +12,8 @@ For each config under ``configs/`` (``_base_`` excluded):
 Each distinct model config (many experiment configs share one) is built once and runs
 one forward / backward pass in loss mode on a generated batch. To keep VGG16's 4096-d
 fc6 affordable on CPU, the test samples fewer proposals and RoIs than the configs do.
+The models are two-stage (Faster R-CNN: an RPN and one box head; Cascade R-CNN: an RPN
+and a box head per stage) or one-stage (``configs/dense/``: one dense head).
 """
 import copy
 import json
@@ -67,6 +69,45 @@ def test_every_paper_experiment_has_a_config():
     assert expected <= names
 
 
+def test_every_dense_experiment_has_a_config():
+    """Issue #30: PU for one-stage and cascade detectors, CE / PU / upper bound each."""
+    names = {config_id(path) for path in CONFIGS}
+    expected = set()
+    for model in ('retinanet', 'atss', 'rtmdet', 'cascade-rcnn'):
+        for prefix, deletion in (('synthetic', 'keep1'), ('synthetic_multi', 'cap2')):
+            expected |= {f'dense/{prefix}_{model}_{deletion}_ce.py',
+                         f'dense/{prefix}_{model}_{deletion}_pu.py',
+                         f'dense/{prefix}_{model}_upper_bound.py'}
+    for model in ('retinanet_r50', 'atss_r50', 'rtmdet_s', 'cascade-rcnn_r50'):
+        for dataset, deletion in (('mitos14', 'keep1'), ('crchisto', 'keep1'),
+                                  ('tupac', 'keep1'), ('nucls', 'cap10')):
+            expected |= {f'dense/{dataset}_{model}_{deletion}_ce.py',
+                         f'dense/{dataset}_{model}_{deletion}_pu.py',
+                         f'dense/{dataset}_{model}_upper_bound.py'}
+    assert expected <= names
+
+
+# ---------------------------------------------------------------- models (configs) ----
+
+def box_heads(model_cfg):
+    """The box head configs: the dense head, the RoI head's, or one per cascade stage."""
+    if 'roi_head' not in model_cfg:
+        return [model_cfg.bbox_head]
+    heads = model_cfg.roi_head.bbox_head
+    return list(heads) if isinstance(heads, (list, tuple)) else [heads]
+
+
+def classification_losses(model_cfg):
+    """Every classification loss config of the model: the RPN's, then the box heads'."""
+    heads = box_heads(model_cfg)
+    if 'rpn_head' in model_cfg:
+        heads = [model_cfg.rpn_head, *heads]
+    return [head.loss_cls for head in heads]
+
+
+PU_LOSSES = {'PULoss', 'MultiPULoss', 'FocalPULoss', 'QualityFocalPULoss'}
+
+
 # ---------------------------------------------------------------- data ----------------
 
 def write_prepared_dataset(root, classes):
@@ -116,7 +157,11 @@ def test_composition_and_data_pipelines(path, dataset_roots):
     cfg = load_config(path)
     init_default_scope(cfg.default_scope)
     classes = tuple(cfg.metainfo['classes'])
-    assert cfg.model.roi_head.bbox_head.num_classes == cfg.num_classes == len(classes)
+    for head in box_heads(cfg.model):
+        assert head.num_classes == cfg.num_classes == len(classes)
+    loss_types = [loss.type for loss in classification_losses(cfg.model)]
+    if path.name.endswith('pu.py'):  # PU learning in every stage
+        assert set(loss_types) <= PU_LOSSES, loss_types
     assert cfg.runner_type == 'CellRunner'
     train_deletion = cfg.train_dataloader.dataset.deletion
     assert train_deletion == cfg.deletion
@@ -126,7 +171,9 @@ def test_composition_and_data_pipelines(path, dataset_roots):
         assert train_deletion is None
     elif 'upper_bound' in path.name:
         assert train_deletion is None
-        assert cfg.model.rpn_head.loss_cls.type == 'CrossEntropyLoss'
+        assert not set(loss_types) & PU_LOSSES  # the detector's own losses
+        if 'rpn_head' in cfg.model:
+            assert cfg.model.rpn_head.loss_cls.type == 'CrossEntropyLoss'
     else:
         assert train_deletion is not None
     for hook in cfg.custom_hooks:
@@ -143,8 +190,11 @@ def test_composition_and_data_pipelines(path, dataset_roots):
         assert kept == [CELLS_PER_IMAGE] * len(train)
     elif train_deletion.type == 'KeepPerPatch':
         assert max(kept) <= train_deletion.k < CELLS_PER_IMAGE
-    elif train_deletion.type == 'KeepRegion':
-        assert 1 <= min(kept) and max(kept) < CELLS_PER_IMAGE
+    elif train_deletion.type == 'KeepRegion':  # the kept cells lie in one square area
+        for i in range(len(train)):
+            boxes = np.array([inst['bbox'] for inst in train.get_data_info(i)['instances']])
+            centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+            assert len(centres) and np.ptp(centres, axis=0).max() <= train_deletion.size
     else:
         assert train_deletion.type == 'CapPerClass'
         for i in range(len(train)):
@@ -162,8 +212,11 @@ def test_composition_and_data_pipelines(path, dataset_roots):
 def model_cfg_for_test(cfg):
     """The config's model with fewer proposals and RoIs sampled (CPU time only)."""
     model = copy.deepcopy(cfg.model)
-    model.train_cfg.rpn_proposal.max_per_img = 64
-    model.train_cfg.rcnn.sampler.num = 32
+    if 'rpn_proposal' in model.train_cfg:
+        model.train_cfg.rpn_proposal.max_per_img = 64
+    stages = model.train_cfg.get('rcnn', [])
+    for stage in stages if isinstance(stages, (list, tuple)) else [stages]:
+        stage.sampler.num = 32
     return model
 
 
@@ -210,11 +263,16 @@ def test_model_trains_one_step(model_cfg, users):
     model.init_weights()
     model.train()
     data = model.data_preprocessor(
-        generated_batch(model_cfg.roi_head.bbox_head.num_classes), training=True)
+        generated_batch(box_heads(model_cfg)[0].num_classes), training=True)
     losses = model.loss(data['inputs'], data['data_samples'])
     total, _ = model.parse_losses(losses)
     assert torch.isfinite(total), (users, losses)
     total.backward()
-    for head in (model.rpn_head, model.roi_head.bbox_head):
+    if hasattr(model, 'roi_head'):
+        box = model.roi_head.bbox_head
+        heads = [model.rpn_head, *(box if isinstance(box, torch.nn.ModuleList) else [box])]
+    else:
+        heads = [model.bbox_head]
+    for head in heads:
         grads = [p.grad for p in head.parameters() if p.grad is not None]
         assert grads and any(g.abs().sum() > 0 for g in grads), (users, type(head))

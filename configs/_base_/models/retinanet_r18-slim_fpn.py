@@ -1,0 +1,9 @@
+# Slim RetinaNet for CPU runs: ResNet-18 FPN with 64 channels in the FPN and the head.
+# Everything else (P2-P6 with 16-50 px anchors at the fine levels for 12-40 px cells,
+# random init with trainable BN statistics, the docs/method.md#evaluation test settings)
+# is retinanet_r50_fpn.py's.
+_base_ = './retinanet_r50_fpn.py'
+model = dict(
+    backbone=dict(depth=18),
+    neck=dict(in_channels=[64, 128, 256, 512], out_channels=64),
+    bbox_head=dict(in_channels=64, feat_channels=64))

@@ -1,0 +1,4 @@
+# MITOS-ATYPIA-14, complete annotations, RetinaNet ResNet-50 FPN: upper bound (focal
+# loss).
+_base_ = './mitos14_retinanet_r50_keep1_ce.py'
+deletion = None

@@ -1,0 +1,11 @@
+# NuCLS (tumor / lymphocyte / stromal), at most ten annotations per class and image,
+# RTMDet-s: the detector's own loss (quality focal loss), the baseline. The parent of
+# every NuCLS (tumor / lymphocyte / stromal) x RTMDet-s experiment.
+_base_ = [
+    '../_base_/models/rtmdet_s.py',
+    '../_base_/datasets/nucls.py',
+    '../_base_/deletion/cap10_per_class.py',
+    '../_base_/schedules/adam_2580it.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(bbox_head=dict(num_classes=_base_.num_classes))

@@ -1,0 +1,14 @@
+# Synthetic binary cells (mitosis-like cells among unannotated look-alikes), random
+# keep-1 deletion, slim Cascade R-CNN on CPU: the detector's own loss (cross entropy),
+# the baseline. The parent of every binary synthetic Cascade R-CNN experiment (prepare
+# the data: see the dataset base).
+_base_ = [
+    '../_base_/models/cascade-rcnn_r18-slim_fpn.py',
+    '../_base_/datasets/synthetic_binary.py',
+    '../_base_/deletion/keep1_random.py',
+    '../_base_/schedules/cpu_short.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(roi_head=dict(bbox_head=[
+    dict(head, num_classes=_base_.num_classes)
+    for head in _base_.model.roi_head.bbox_head]))

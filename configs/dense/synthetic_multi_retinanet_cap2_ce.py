@@ -1,0 +1,12 @@
+# Synthetic multi-class cells (tumor / lymphocyte / stromal), at most two annotations
+# per class and 256 px tile, slim RetinaNet on CPU: the detector's own loss (focal
+# loss), the baseline. The parent of every multi-class synthetic RetinaNet experiment
+# (prepare the data: see the dataset base).
+_base_ = [
+    '../_base_/models/retinanet_r18-slim_fpn.py',
+    '../_base_/datasets/synthetic_multi.py',
+    '../_base_/deletion/cap2_per_class.py',
+    '../_base_/schedules/cpu_short.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(bbox_head=dict(num_classes=_base_.num_classes))

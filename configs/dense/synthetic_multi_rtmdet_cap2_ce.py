@@ -1,0 +1,12 @@
+# Synthetic multi-class cells (tumor / lymphocyte / stromal), at most two annotations
+# per class and 256 px tile, RTMDet-tiny on CPU: the detector's own loss (quality focal
+# loss), the baseline. The parent of every multi-class synthetic RTMDet experiment
+# (prepare the data: see the dataset base).
+_base_ = [
+    '../_base_/models/rtmdet_tiny.py',
+    '../_base_/datasets/synthetic_multi.py',
+    '../_base_/deletion/cap2_per_class.py',
+    '../_base_/schedules/cpu_short.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(bbox_head=dict(num_classes=_base_.num_classes))

@@ -1,0 +1,13 @@
+# TUPAC16 (cases 01-23), one original label kept per patch, Cascade R-CNN ResNet-50 FPN:
+# the detector's own loss (cross entropy), the baseline. The parent of every TUPAC16
+# (cases 01-23) x Cascade R-CNN ResNet-50 FPN experiment.
+_base_ = [
+    '../_base_/models/cascade-rcnn_r50_fpn.py',
+    '../_base_/datasets/tupac.py',
+    '../_base_/deletion/tupac_original_keep1.py',
+    '../_base_/schedules/adam_2580it.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(roi_head=dict(bbox_head=[
+    dict(head, num_classes=_base_.num_classes)
+    for head in _base_.model.roi_head.bbox_head]))

@@ -1,0 +1,344 @@
+"""The share of cells among the samples each classification loss of a detector sees.
+
+A PU loss's prior pi_m is the share of class-m positives among the samples its risk
+averages over (docs/method.md#priors-per-stage, docs/method.md#dense-detectors): for a
+dense head the anchors or points of all levels that its assigner does not ignore, for
+an RPN the anchors its sampler draws, for each RoI stage (Faster R-CNN, every stage of
+Cascade R-CNN) the RoIs its sampler draws. Under incomplete labels the samples are
+drawn with the labeled cells, and pi counts every true cell among them:
+
+    pi_m = #{samples the complete labels make class-m positive} / #{samples},
+
+summed over the images. :func:`count_positives` measures it during the detector's own
+loss computation: each stage's assigner and sampler run unchanged on the training
+labels (so the samples, and the random draws of the samplers, are training's), and the
+stage's assigner is called a second time on the same candidates with the image's
+complete cells; a sampled candidate is a class-m positive when that second assignment
+makes it one. Ground-truth boxes that a sampler adds as proposals are labeled cells,
+positives of their class. The RPN is class-agnostic: any cell makes a positive.
+
+For a dense head the samples do not depend on the labels (every location except the
+ones its assigner ignores), so pi is the share of positive locations under complete
+labels. Assignments that depend on the predictions (RTMDet's
+``DynamicSoftLabelAssigner``; the proposals of the RPN, hence every RoI stage) need a
+trained model: pass a checkpoint (a short provisional training). Assignments made from
+the anchors alone (RetinaNet's ``MaxIoUAssigner``, ``ATSSAssigner``, the RPN's anchors)
+do not.
+
+:func:`positive_shares` runs this on a config's training images (``tools/positive_share.py``
+is its command line).
+"""
+import copy
+import inspect
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from mmengine.dataset import pseudo_collate
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
+from mmengine.structures import InstanceData
+from torch import Tensor
+
+from mmdet.registry import DATASETS, MODELS
+from mmdet.structures.bbox import get_box_tensor
+
+#: Pipeline transforms left out when the training images are read for a measurement:
+#: the labeled and the complete cells of an image are read separately and must stay in
+#: the same frame. Flips change no count of positives beyond the anchor grid's alignment.
+RANDOM_FLIPS = ('RandomFlip', )
+
+
+class PositiveShare(NamedTuple):
+    """What one classification loss saw over the measured images.
+
+    Attributes:
+        positives: per class, the samples the complete labels make positives of it.
+        total: the samples the loss saw (positives and negatives).
+    """
+    positives: Tuple[int, ...]
+    total: int
+
+    @property
+    def shares(self) -> Tuple[float, ...]:
+        """pi_m = positives_m / total, per class."""
+        return tuple(count / self.total if self.total else 0.0
+                     for count in self.positives)
+
+
+class _Stage:
+    """One assigner + sampler pair and the loss whose samples they draw."""
+
+    def __init__(self, key: str, assigner, sampler, num_classes: int) -> None:
+        self.key = key
+        self.assigner = assigner
+        self.sampler = sampler
+        self.num_classes = num_classes
+        self.positives = torch.zeros(num_classes, dtype=torch.long)
+        self.total = 0
+        self.truths: Sequence[InstanceData] = ()
+        self.image = 0
+        self.pending: Optional[Tensor] = None
+
+    def start_batch(self, truths: Sequence[InstanceData]) -> None:
+        self.truths, self.image = truths, 0
+
+    def end_batch(self) -> None:
+        if self.image != len(self.truths):
+            raise RuntimeError(
+                f'{self.key}: the assigner ran on {self.image} image(s) of a batch of '
+                f'{len(self.truths)}; expected one assignment per image')
+
+    def _classes(self, labels: Tensor) -> Tensor:
+        """A cell's class for this stage: its label, or 0 in a class-agnostic stage."""
+        return torch.zeros_like(labels) if self.num_classes == 1 else labels
+
+    def assign(self, original, signature, *args, **kwargs):
+        """The training assignment; also stores the complete one of each candidate."""
+        result = original(*args, **kwargs)
+        if self.image >= len(self.truths):
+            raise RuntimeError(f'{self.key}: the assigner ran more than once per image')
+        bound = signature.bind(*args, **kwargs)
+        if 'gt_instances' not in bound.arguments:
+            raise ValueError(f'{self.key}: {type(self.assigner).__name__}.assign takes no '
+                             f'gt_instances argument')
+        labeled = bound.arguments['gt_instances']
+        truth = self.truths[self.image]
+        self.image += 1
+        _check_labeled_among_truth(labeled, truth, self.key)
+        truth = InstanceData(bboxes=truth.bboxes.to(labeled.bboxes.device),
+                             labels=self._classes(truth.labels).to(labeled.labels.device))
+        bound.arguments['gt_instances'] = truth
+        complete = original(*bound.args, **bound.kwargs)
+        classes = complete.gt_inds.new_full(complete.gt_inds.shape, -1)
+        positive = complete.gt_inds > 0
+        classes[positive] = truth.labels[complete.gt_inds[positive] - 1]
+        self.pending = classes
+        return result
+
+    def sample(self, original, assign_result, pred_instances, gt_instances, *args,
+               **kwargs):
+        """The training samples; counts the true positives among them."""
+        before = assign_result.num_preds
+        result = original(assign_result, pred_instances, gt_instances, *args, **kwargs)
+        if self.pending is None:
+            raise RuntimeError(f'{self.key}: the sampler ran without an assignment')
+        classes, self.pending = self.pending, None
+        added = assign_result.num_preds - before  # labeled cells added as proposals
+        if added:
+            added_classes = self._classes(gt_instances.labels[:added]).to(classes)
+            classes = torch.cat([added_classes, classes])
+        sampled = classes[torch.cat([result.pos_inds, result.neg_inds])]
+        found = sampled[sampled >= 0].cpu()
+        self.positives += torch.bincount(found, minlength=self.num_classes)
+        self.total += sampled.numel()
+        return result
+
+    def share(self) -> PositiveShare:
+        return PositiveShare(tuple(int(n) for n in self.positives), self.total)
+
+
+def _check_labeled_among_truth(labeled: InstanceData, truth: InstanceData, key: str):
+    """Every labeled cell must be a complete cell of the same image."""
+    boxes = get_box_tensor(labeled.bboxes)
+    if not len(boxes):
+        return
+    truth_boxes = truth.bboxes.to(boxes)
+    if not len(truth_boxes) or not bool(
+            (torch.cdist(boxes, truth_boxes, p=1).min(dim=1).values < 1e-3).all()):
+        raise ValueError(
+            f'{key}: a labeled cell is not among the complete cells of its image; the '
+            f'complete cells must be given per image, in the batch order, in the frame '
+            f'of the training input (same flips and scale)')
+
+
+def _stages(model) -> List[_Stage]:
+    """Every assigner + sampler pair of ``model`` with the config key of its loss.
+
+    Dense heads and RPNs hold ``assigner``, ``sampler`` and ``loss_cls``; RoI heads hold
+    ``bbox_assigner`` and ``bbox_sampler`` (one per stage in a cascade).
+    """
+    stages = []
+    for name, module in model.named_modules():
+        prefix = f'model.{name}' if name else 'model'
+        if all(hasattr(module, key) for key in ('assigner', 'sampler', 'loss_cls')):
+            stages.append(_Stage(f'{prefix}.loss_cls', module.assigner, module.sampler,
+                                 module.num_classes))
+        assigner = getattr(module, 'bbox_assigner', None)
+        if assigner is None:
+            continue
+        if isinstance(assigner, (list, tuple)):
+            for i, (stage_assigner, sampler) in enumerate(
+                    zip(assigner, module.bbox_sampler)):
+                stages.append(_Stage(f'{prefix}.bbox_head.{i}.loss_cls', stage_assigner,
+                                     sampler, module.bbox_head[i].num_classes))
+        else:
+            stages.append(_Stage(f'{prefix}.bbox_head.loss_cls', assigner,
+                                 module.bbox_sampler, module.bbox_head.num_classes))
+    return stages
+
+
+class _Patched:
+    """Routes the assigners' and samplers' calls through their stages while active."""
+
+    def __init__(self, stages: List[_Stage]) -> None:
+        self.stages = stages
+
+    def __enter__(self):
+        for stage in self.stages:
+            assign, sample = stage.assigner.assign, stage.sampler.sample
+            signature = inspect.signature(assign)
+            stage.assigner.assign = (
+                lambda *a, _s=stage, _f=assign, _g=signature, **k: _s.assign(_f, _g, *a, **k))
+            stage.sampler.sample = (
+                lambda *a, _s=stage, _f=sample, **k: _s.sample(_f, *a, **k))
+        return self
+
+    def __exit__(self, *exc):
+        for stage in self.stages:
+            for obj, attr in ((stage.assigner, 'assign'), (stage.sampler, 'sample')):
+                obj.__dict__.pop(attr, None)
+        return False
+
+
+def count_positives(model, batches: Iterable[Tuple[dict, Sequence[InstanceData]]]
+                    ) -> Dict[str, PositiveShare]:
+    """Positives per class and samples of every classification loss of ``model``.
+
+    Runs the model's training loss (train mode, no gradients) on each batch and counts,
+    for each stage, the samples it draws and the true positives among them (module
+    doc).
+
+    Args:
+        model: an mmdet detector built with its ``train_cfg``.
+        batches: pairs ``(data, truths)``: ``data`` as the model's
+            ``data_preprocessor`` takes it (``inputs`` and ``data_samples`` with the
+            training labels), ``truths`` the complete cells of each image of the batch
+            (``InstanceData`` with ``bboxes`` (K, 4) and ``labels`` (K,)), in the frame
+            of the training input.
+
+    Returns:
+        dict: config key of each loss (``model.bbox_head.loss_cls``,
+        ``model.rpn_head.loss_cls``, ``model.roi_head.bbox_head[.<i>].loss_cls``) to its
+        :class:`PositiveShare`.
+
+    Raises:
+        ValueError: the model has no assigner + sampler pair (e.g. FCOS, whose targets
+            come from regress ranges), or a labeled cell is not among its image's
+            complete cells.
+    """
+    stages = _stages(model)
+    if not stages:
+        raise ValueError(f'{type(model).__name__}: no head with an assigner and a sampler '
+                         f'(build the model with its train_cfg)')
+    was_training = model.training
+    model.train()
+    try:
+        with _Patched(stages), torch.no_grad():
+            for data, truths in batches:
+                if len(truths) != len(data['inputs']):
+                    raise ValueError(f'expected the complete cells of each of the '
+                                     f'{len(data["inputs"])} images, got {len(truths)}')
+                data = model.data_preprocessor(data, True)
+                for stage in stages:
+                    stage.start_batch(truths)
+                model.loss(data['inputs'], data['data_samples'])
+                for stage in stages:
+                    stage.end_batch()
+    finally:
+        model.train(was_training)
+    return {stage.key: stage.share() for stage in stages}
+
+
+def _measurement_dataset_cfg(dataset_cfg, deletion, config_file):
+    cfg = copy.deepcopy(dataset_cfg)
+    pipeline = [t for t in cfg.get('pipeline', []) if t.get('type') not in RANDOM_FLIPS]
+    random = [t.get('type') for t in pipeline if 'Random' in str(t.get('type'))
+              or 'Mosaic' in str(t.get('type')) or 'MixUp' in str(t.get('type'))]
+    if random:
+        raise ValueError(f'{config_file}: train_dataloader.dataset.pipeline has random '
+                         f'transforms {random} besides flips; the labeled and complete '
+                         f'cells of an image would not share one frame')
+    cfg.pipeline = pipeline
+    cfg.deletion = deletion
+    return cfg
+
+
+def training_batches(cfg, num_images: Optional[int] = None,
+                     batch_size: Optional[int] = None, seed: int = 0,
+                     config_file: str = 'config'):
+    """``(data, truths)`` batches of the config's training images for
+    :func:`count_positives`.
+
+    The training dataset is read twice, with the config's ``deletion`` (the training
+    labels) and without (the complete cells), through the training pipeline without
+    its flips. ``num_images`` images (all by default) are drawn at random (``seed``)
+    and batched by ``batch_size`` (the training loader's by default).
+
+    Args:
+        cfg: the experiment config (top-level ``deletion`` and ``train_dataloader``).
+        num_images: how many training images to measure, None for all.
+        batch_size: images per batch; the config's training batch size if None.
+        seed: seed of the image draw.
+        config_file: name for error messages.
+
+    Yields:
+        tuple: ``(data, truths)``.
+    """
+    dataset_cfg = cfg.train_dataloader.dataset
+    if 'deletion' not in cfg:
+        raise ValueError(f'{config_file}: no top-level deletion key (None for complete '
+                         f'labels); the measurement reads the training labels from it')
+    labeled = DATASETS.build(
+        _measurement_dataset_cfg(dataset_cfg, cfg.deletion, config_file))
+    complete = DATASETS.build(_measurement_dataset_cfg(dataset_cfg, None, config_file))
+    if len(labeled) != len(complete):
+        raise ValueError(f'{config_file}: the training set has {len(labeled)} images with '
+                         f'the deletion and {len(complete)} without')
+    order = np.random.default_rng(seed).permutation(len(labeled))
+    if num_images is not None:
+        order = order[:num_images]
+    batch_size = batch_size or cfg.train_dataloader.batch_size
+    for start in range(0, len(order), batch_size):
+        indices = order[start:start + batch_size]
+        data = pseudo_collate([labeled[int(i)] for i in indices])
+        truths = []
+        for i, sample in zip(indices, data['data_samples']):
+            whole = complete[int(i)]['data_samples']
+            if whole.img_path != sample.img_path:
+                raise ValueError(f'{config_file}: image {int(i)} is {sample.img_path} with '
+                                 f'the deletion and {whole.img_path} without')
+            cells = whole.gt_instances
+            truths.append(InstanceData(bboxes=get_box_tensor(cells.bboxes).float(),
+                                       labels=cells.labels))
+        yield data, truths
+
+
+def positive_shares(cfg, checkpoint: Optional[str] = None,
+                    num_images: Optional[int] = None, batch_size: Optional[int] = None,
+                    seed: int = 0, device: str = 'cpu',
+                    config_file: str = 'config') -> Dict[str, PositiveShare]:
+    """:func:`count_positives` of the config's model on its training images.
+
+    Args:
+        cfg: the experiment config, after ``apply_deletion`` or not (the top-level
+            ``deletion`` is read).
+        checkpoint: weights to load (needed where assignments depend on predictions,
+            module doc); random initialisation if None.
+        num_images, batch_size, seed: see :func:`training_batches`; ``seed`` also
+            seeds torch (the samplers' draws).
+        device: where the model runs.
+        config_file: name for error messages.
+
+    Returns:
+        dict: see :func:`count_positives`.
+    """
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    torch.manual_seed(seed)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    if checkpoint is not None:
+        load_checkpoint(model, checkpoint, map_location='cpu')
+    model.to(device)
+    return count_positives(
+        model, training_batches(cfg, num_images, batch_size, seed, config_file))

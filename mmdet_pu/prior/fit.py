@@ -70,12 +70,12 @@ def estimated_shares(report: dict, roi_estimator: str = ROI_ESTIMATOR,
     return dict(roi=shares, rpn=rpn_share)
 
 
-def candidate_options(report: dict, factor: float,
-                      shares: Optional[dict] = None) -> Dict[str, object]:
+def candidate_options(report: dict, factor: float, shares: Optional[dict] = None,
+                      rpn_digits: int = 5) -> Dict[str, object]:
     """``{key: value}`` that train every stage at ``factor`` times its share (in odds;
-    default :func:`estimated_shares`), plus the report's other options (e.g.
-    ``custom_hooks=[]``, which leaves out a multi-class update rule: the class priors
-    are fixed)."""
+    default :func:`estimated_shares`; the RoI priors rounded to 4 decimals, the RPN's
+    to ``rpn_digits``), plus the report's other options (e.g. ``custom_hooks=[]``, which
+    leaves out a multi-class update rule: the class priors are fixed)."""
     shares = shares or estimated_shares(report)
     roi_key, rpn_key = report['stages']['roi']['key'], report['stages']['rpn']['key']
     roi = [scale_odds(share, factor) for share in shares['roi']]
@@ -91,7 +91,7 @@ def candidate_options(report: dict, factor: float,
     else:
         options[roi_key] = round(roi[0], 4)
     if rpn_key is not None:
-        options[rpn_key] = round(scale_odds(shares['rpn'], factor), 5)
+        options[rpn_key] = round(scale_odds(shares['rpn'], factor), rpn_digits)
     return options
 
 

@@ -23,34 +23,43 @@ val_dataloader['dataset'].update(type='CellCocoDataset')
 """)
     monkeypatch.setattr(family, 'REGIMES', dict(tiny='pu_tiny.py'))
     monkeypatch.setattr(family, 'GRID_FACTORS', (0.5, 2.0))
-    monkeypatch.setattr(family, 'CENTRAL', (1, ))
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
         filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
     work = tmp_path / 'family'
-    family.run_regime('tiny', str(configs), str(work), [0, 1], jobs=2, echo=lambda m: None)
+    family.run_regime('tiny', str(configs), str(work), [0], jobs=2, echo=lambda m: None)
 
     regime = work / 'tiny'
     oracle = json.loads((regime / 'oracle.json').read_text())
     assert oracle['checkpoint'] == str(regime / 'provisional' / 'seed0' / 'iter_2.pth')
     assert 'oracle' in oracle['stages']['roi']['estimates']
-    # the grid: both values at seed 0, the central one (index 1) at seed 1
     tested = sorted(p.parent.parent.relative_to(regime).as_posix()
                     for p in regime.glob('grid*/seed*/cell_metrics/test_per_image.json'))
-    assert tested == ['grid0/seed0', 'grid1/seed0', 'grid1/seed1']
-    for seed in (0, 1):  # the workflow reused the provisional run of its seed
-        fit_dir = regime / 'fit' / f'seed{seed}'
-        assert os.path.samefile(fit_dir / 'provisional', regime / 'provisional' / f'seed{seed}')
-        assert json.loads((fit_dir / 'fit_prior.json').read_text())['seed'] == seed
+    assert tested == ['grid0/seed0', 'grid1/seed0']
+    fit_dir = regime / 'fit' / 'seed0'  # the workflow reused the provisional run
+    assert os.path.samefile(fit_dir / 'provisional', regime / 'provisional' / 'seed0')
+    assert json.loads((fit_dir / 'fit_prior.json').read_text())['seed'] == 0
 
-    summary = family.summarize('tiny', str(work), [0, 1])
-    assert [g['seeds'] for g in summary['grid']] == [[0], [0, 1]]
-    assert summary['best']['f1']['index'] == 1  # only values trained at every seed compete
+    summary = family.summarize('tiny', str(work), [0])
+    assert [g['seeds'] for g in summary['grid']] == [[0], [0]]
     assert set(summary['rules']) == {'workflow', 'provisional', 'recall over the grid',
                                      'Lee & Liu over the grid'}
-    workflow = summary['rules']['workflow']
-    assert len(workflow['run_dirs']) == 2 and workflow['f1'][0] is not None
+    assert summary['rules']['workflow']['f1'][0] is not None
     text = family.write_family(str(work), [summary])
     assert '| tiny |' in text and (work / 'results.json').is_file()
     assert json.loads((work / 'results.json').read_text())['results'][0]['regime'] == 'tiny'
     with pytest.raises(FileNotFoundError):
         family.summarize('missing', str(work), [0])
+
+
+def test_the_grid_trains_every_value_at_the_first_seed_and_the_central_ones_after():
+    report = dict(classes=['cell'], cfg_options=[], stages=dict(
+        roi=dict(key='model.roi_head.bbox_head.loss_cls.prior', estimates=dict(
+            oracle=dict(per_class=dict(cell=dict(prior=0.25))))),
+        rpn=dict(key='model.rpn_head.loss_cls.prior',
+                 estimates=dict(oracle=dict(value=0.01)))))
+    runs = family.grid_runs('c.py', 'w', report, [3, 4, 5])
+    expected = {i: 3 if i in family.CENTRAL else 1 for i in range(6)}
+    assert {i: len(r) for i, r in runs.items()} == expected
+    assert runs[3][2].work_dir == os.path.join('w', 'grid3', 'seed5')
+    assert runs[3][0].options == ['model.roi_head.bbox_head.loss_cls.prior=0.25',
+                                  'model.rpn_head.loss_cls.prior=0.01', 'randomness.seed=3']

@@ -8,9 +8,9 @@ For each regime (one config, :data:`REGIMES`), in ``<work dir>/<regime>/``:
 * ``oracle.json``: the oracle shares of each stage (``tools/estimate_prior.py --oracle``
   on the seed-0 provisional detector: the complete labels of the synthetic sets);
 * ``grid<i>/seed<K>``: six trainings at the oracle shares scaled in odds by
-  :data:`GRID_FACTORS` (every stage alike), all six at the first seed and the
-  :data:`CENTRAL` ones at the others (the outer ones are far from the best at the first
-  seed: they are reported there);
+  :data:`GRID_FACTORS` (every stage alike), all six at the first seed and, at the
+  others, the :data:`REPLICATED` values with the best test F1 at the first seed (the
+  others are far from the best there and are reported at that seed);
 * ``fit/seed<K>``: the shipped workflow, :func:`mmdet_pu.prior.fit.fit_prior`, on the
   provisional run of that seed (linked, not trained again).
 
@@ -48,8 +48,8 @@ REGIMES = {
 }
 #: Odds factors of the grid on the oracle shares.
 GRID_FACTORS = (1 / 3, 1 / 2, 3 / 4, 1, 3 / 2, 9 / 4)
-#: Grid indices trained at every seed.
-CENTRAL = (1, 2, 3)
+#: How many grid values, the best at the first seed, are trained at the other seeds.
+REPLICATED = 3
 MEASURES = ('f1', 'f1_val', 'ap')
 
 
@@ -69,16 +69,30 @@ def oracle_report(config: str, regime_dir: str, jobs: int = 1) -> dict:
         return json.load(f)
 
 
+def replicated(regime_dir: str, seed: int) -> List[int]:
+    """The grid indices with the :data:`REPLICATED` best test F1 at ``seed`` (ties to the
+    smaller index); none until every value of that seed is tested."""
+    found = {}
+    for i in range(len(GRID_FACTORS)):
+        path = osp.join(regime_dir, f'grid{i}', f'seed{seed}', 'cell_metrics',
+                        'test_per_image.json')
+        if not osp.isfile(path):
+            return []
+        found[i] = test_measures(osp.dirname(osp.dirname(path)))['f1']
+    return sorted(sorted(found, key=lambda i: (-found[i], i))[:REPLICATED])
+
+
 def grid_runs(config: str, regime_dir: str, report: dict,
               seeds: Sequence[int]) -> Dict[int, List[Run]]:
-    """``{grid index: [Run per seed]}``: all values at the first seed, :data:`CENTRAL`
-    at the others."""
+    """``{grid index: [Run per seed]}``: every value at the first seed; at the others,
+    the :func:`replicated` ones (none until the first seed is tested)."""
     shares = estimated_shares(report, 'oracle', 'oracle')
+    again = replicated(regime_dir, seeds[0])
     runs = {}
     for i, factor in enumerate(GRID_FACTORS):
         options = option_strings(candidate_options(report, factor, shares, rpn_digits=4))
         runs[i] = [_seed_run(config, regime_dir, f'grid{i}', seed, options)
-                   for seed in seeds if seed == seeds[0] or i in CENTRAL]
+                   for seed in seeds if seed == seeds[0] or i in again]
     return runs
 
 
@@ -89,9 +103,11 @@ def run_regime(regime: str, config_dir: str, work_dir: str, seeds: Sequence[int]
     regime_dir = osp.join(work_dir, regime)
     report = oracle_report(config, regime_dir, jobs)
     provisional = [_seed_run(config, regime_dir, 'provisional', seed) for seed in seeds]
-    grid = [run for runs in grid_runs(config, regime_dir, report, seeds).values()
-            for run in runs]
-    run_all([*provisional, *grid], jobs=jobs, echo=echo)
+    first = [runs[0] for runs in grid_runs(config, regime_dir, report, seeds).values()]
+    run_all([*provisional, *first], jobs=jobs, echo=echo)
+    others = [run for runs in grid_runs(config, regime_dir, report, seeds).values()
+              for run in runs[1:]]
+    run_all(others, jobs=jobs, echo=echo)
     for seed, run in zip(seeds, provisional):
         fit_dir = osp.join(regime_dir, 'fit', f'seed{seed}')
         os.makedirs(fit_dir, exist_ok=True)

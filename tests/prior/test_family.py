@@ -51,15 +51,27 @@ val_dataloader['dataset'].update(type='CellCocoDataset')
         family.summarize('missing', str(work), [0])
 
 
-def test_the_grid_trains_every_value_at_the_first_seed_and_the_central_ones_after():
+def test_the_grid_trains_every_value_at_the_first_seed_and_the_best_ones_after(
+        tmp_path, monkeypatch):
     report = dict(classes=['cell'], cfg_options=[], stages=dict(
         roi=dict(key='model.roi_head.bbox_head.loss_cls.prior', estimates=dict(
             oracle=dict(per_class=dict(cell=dict(prior=0.25))))),
         rpn=dict(key='model.rpn_head.loss_cls.prior',
                  estimates=dict(oracle=dict(value=0.01)))))
-    runs = family.grid_runs('c.py', 'w', report, [3, 4, 5])
-    expected = {i: 3 if i in family.CENTRAL else 1 for i in range(6)}
-    assert {i: len(r) for i, r in runs.items()} == expected
-    assert runs[3][2].work_dir == os.path.join('w', 'grid3', 'seed5')
+    work = str(tmp_path)
+    runs = family.grid_runs('c.py', work, report, [3, 4, 5])
+    assert {i: len(r) for i, r in runs.items()} == {i: 1 for i in range(6)}
     assert runs[3][0].options == ['model.roi_head.bbox_head.loss_cls.prior=0.25',
                                   'model.rpn_head.loss_cls.prior=0.01', 'randomness.seed=3']
+    # once the first seed is tested, its three best values are trained at the others
+    f1 = [0.5, 0.9, 0.95, 0.9, 0.7, 0.2]
+    for i, value in enumerate(f1):
+        dump = tmp_path / f'grid{i}' / 'seed3' / 'cell_metrics' / 'test_per_image.json'
+        dump.parent.mkdir(parents=True)
+        dump.write_text('{}')
+    monkeypatch.setattr(family, 'test_measures',
+                        lambda run_dir: dict(f1=f1[int(os.path.basename(
+                            os.path.dirname(run_dir))[len('grid'):])]))
+    runs = family.grid_runs('c.py', work, report, [3, 4, 5])
+    assert {i: len(r) for i, r in runs.items()} == {0: 1, 1: 3, 2: 3, 3: 3, 4: 1, 5: 1}
+    assert runs[3][2].work_dir == os.path.join(work, 'grid3', 'seed5')

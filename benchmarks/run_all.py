@@ -14,7 +14,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = [
-    ('PU vs CE training step', 'loss_overhead.py', ['--rounds', '30'], ['--rounds', '5']),
+    ('PU vs each detector\'s own loss, training step', 'loss_overhead.py', ['--rounds', '30'],
+     ['--rounds', '5']),
     ('PriorUpdateHook overhead', 'prior_hook_overhead.py', ['--iters', '20'],
      ['--iters', '4']),
     ('tiled inference throughput', 'tiled_inference_throughput.py', ['--rounds', '5'],

@@ -349,7 +349,11 @@ def open_with_bounds(path):
 
 
 def run_rank(rank, port, slides, out, settings):
-    """One process of a two-process cohort run (gloo)."""
+    """One process of a two-process cohort run (gloo) on slides with bounds. Spawned, not
+    forked (a fork of a process whose OpenMP threads ran can hang), so the patch of
+    ``open_slide`` is made here."""
+    for module in (cohort_api, slide_api):
+        module.open_slide = open_with_bounds
     torch.distributed.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}',
                                          rank=rank, world_size=2)
     try:
@@ -386,12 +390,16 @@ def test_roi_and_outputs_are_in_qupaths_frame_whatever_the_processes(tmp_path,
                              for x0, y0, x1, y1 in boxes)
 
     port = free_port()
-    processes = [multiprocessing.get_context('fork').Process(
-        target=run_rank, args=(rank, port, slides, two, settings)) for rank in range(2)]
+    processes = [multiprocessing.get_context('spawn').Process(
+        target=run_rank, args=(rank, port, slides, two, settings), daemon=True)
+        for rank in range(2)]
     for process in processes:
         process.start()
     for process in processes:
-        process.join(120)
+        process.join(180)
+    for process in processes:
+        if process.is_alive():  # never leave a process that keeps pytest from exiting
+            process.kill()
     assert [process.exitcode for process in processes] == [0, 0]
     assert outputs(two) == outputs(one)  # byte-identical
 

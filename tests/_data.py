@@ -48,16 +48,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def write_tiny_config(path, data_root, num_classes=1, max_iters=2, batch_size=2,
-                      extra=''):
-    """Write a complete slim Faster R-CNN config training on ``make_tiny_coco`` data.
+                      extra='', model='faster-rcnn_r18-slim_fpn.py'):
+    """Write a complete slim detector config (Faster R-CNN by default) training on
+    ``make_tiny_coco`` data.
 
     The config composes the shipped model and runtime bases; ``extra`` is appended
-    verbatim (Python config syntax) to override anything, e.g. the losses.
+    verbatim (Python config syntax) to override anything, e.g. the losses. ``model``
+    is another base of ``configs/_base_/models`` (its box heads keep their one class).
     """
     classes = tuple(f'cell{c}' for c in range(num_classes))
     base = REPO / 'configs' / '_base_'
+    classes_line = f'model = dict(roi_head=dict(bbox_head=dict(num_classes={num_classes})))' \
+        if model.startswith('faster-rcnn') else ''
     text = f"""
-_base_ = [{str(base / 'models' / 'faster-rcnn_r18-slim_fpn.py')!r},
+_base_ = [{str(base / 'models' / model)!r},
           {str(base / 'default_runtime.py')!r}]
 data_root = {str(data_root) + '/'!r}
 metainfo = dict(classes={classes!r})
@@ -88,7 +92,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(type='CocoMetric', ann_file=data_root + 'annotations/train.json',
                      metric='bbox')
 test_evaluator = val_evaluator
-model = dict(roi_head=dict(bbox_head=dict(num_classes={num_classes})))
+{classes_line}
 train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters}, val_interval=10**9)
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')

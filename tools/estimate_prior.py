@@ -19,10 +19,18 @@ RPN the label frequency. ``--oracle`` also computes the shares with the complete
 annotations of the annotation file (a check of the estimators on data whose files are
 complete). The tool warns when the detector cannot support an estimate.
 
+A dense config (RetinaNet, ATSS, GFL, RTMDet: the PU loss in ``model.bbox_head``) or a
+Cascade R-CNN config gets the label frequency of every PU stage (the dense head; the RPN
+and each RoI stage): the share of its samples that the labeled cells and the detections
+make positive, counted with the stage's own assigner on the samples it draws
+(:mod:`mmdet_pu.prior.label_frequency`); ``--oracle`` counts with the complete cells on
+the same samples.
+
 Output: a table on stdout and, with ``--out``, the estimate report
 (:mod:`mmdet_pu.prior.estimate_file`) whose ``cfg_options`` train every stage at its
 recommended estimate (``tools/train.py CONFIG --cfg-options ...``; with several classes
-fixed class priors, ``cfg_options_update_rule`` for the ``PriorUpdateHook``'s pi_1);
+fixed class priors, ``cfg_options_update_rule`` for the Faster R-CNN ``PriorUpdateHook``'s
+pi_1);
 ``tools/sweep_prior.py CONFIG --estimate FILE.json`` sweeps narrowly around it and
 ``tools/estimate_vs_sweep.py`` compares the estimate with a sweep over seeds.
 """

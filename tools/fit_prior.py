@@ -6,7 +6,8 @@ Usage::
         [--jobs N] [--cfg-options KEY=VALUE ...]
 
 Trains the config as it is (the provisional detector), estimates each stage's share of
-cells from it on the training split (``tools/estimate_prior.py``), trains once more per
+cells from it on the training split (``tools/estimate_prior.py``; every stage of a
+Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
 the best Lee & Liu criterion on the validation split (recall^2 / detections per image):
 no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
@@ -27,7 +28,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='Fit the class prior of a config to its data (<= 3 trainings)',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument('config', help='a PU config (binary or multi-class)')
+    parser.add_argument('config', help='a PU config (binary or multi-class; Faster '
+                        'R-CNN, Cascade R-CNN or a dense detector)')
     parser.add_argument('--work-dir', help='default: work_dirs/<config name>_fit_prior')
     parser.add_argument('--factors', type=float, nargs='+', default=list(DEFAULT_FACTORS),
                         help='odds factors on the estimated shares, one training each '

@@ -1,5 +1,5 @@
 """Measure the share of cells among the samples of each classification loss: the prior
-pi of every PU stage of a detector (``mmdet_pu/models/utils/positive_share.py``).
+pi of every PU stage of a detector (``mmdet_pu/prior/positive_share.py``).
 
 Usage::
 
@@ -27,7 +27,7 @@ from mmengine.config import DictAction
 
 from mmdet_pu.io.atomic import write_json_atomic
 from mmdet_pu.launch import load_config
-from mmdet_pu.models.utils.positive_share import positive_shares
+from mmdet_pu.prior.positive_share import positive_shares
 
 
 def parse_args(argv=None):

@@ -4,6 +4,10 @@
 * :mod:`.samples` -- the samples each PU stage draws in training, redrawn from a
   trained detector;
 * :mod:`.estimation` -- the estimators of pi over those samples (docs/method.md#prior-selection);
+* :mod:`.positive_share` -- the share of cells among the samples of every classification
+  loss, counted with the stage's own assigner (``tools/positive_share.py``);
+* :mod:`.label_frequency` -- the label-frequency estimate of every stage of a dense or
+  cascade detector;
 * :mod:`.estimate_file` -- the estimate report: built, printed, written and read back;
 * :mod:`.from_checkpoint` -- the estimate of a config's priors from a checkpoint
   (``tools/estimate_prior.py``);

@@ -17,6 +17,12 @@ With several classes ``cfg_options`` trains with fixed class priors
 remove it); ``cfg_options_update_rule`` keeps the hook and sets its pi_1
 (``anchor_prior``) instead, the key a sweep varies.
 
+:func:`build_stage_report` is the same report for a dense or cascade detector
+(:mod:`.label_frequency`; ``detector`` ``'dense'`` or ``'cascade'``): one entry of
+``stages`` per stage (:func:`~.keys.stage_name`: ``head``, ``rpn``, ``roi0``, ...), each
+with the label-frequency estimate (and ``oracle``), ``recommended`` the label frequency
+of every stage, ``cells`` the labeled, pseudo-complete (and complete) cells per class.
+
 :func:`write_estimate` writes the report atomically; :func:`read_estimate` is the one
 reader of such a file.
 """
@@ -27,8 +33,12 @@ import numpy as np
 
 from mmdet_pu.io.atomic import write_json_atomic
 from .estimation import DISAGREEMENT, recommend
-from .keys import ROI_PRIORS_KEY
+from .keys import ROI_PRIORS_KEY, stage_name
 
+#: The warning when the detections add no cell to the labeled ones.
+NO_UNLABELED_CELL = ('the detector found no unlabeled cell (score >= the threshold): the '
+                     'label-frequency estimate is the share of labeled positives. Train '
+                     'the provisional model longer or with a larger prior')
 ESTIMATORS = ('risk_matched', 'label_frequency', 'bbe', 'oracle', 'risk_matched_oracle')
 #: Estimators with one result dict per class (the others hold ``priors`` and ``c``).
 PER_CLASS_RESULTS = ('bbe', 'risk_matched', 'risk_matched_oracle')
@@ -136,9 +146,7 @@ def warnings(roi, roi_estimates, classes, held_out):
                      f'{DISAGREEMENT}): the detector\'s detections or scores are '
                      'unreliable; train it longer or with the estimate and estimate again')
     if sum(roi['pseudo_complete_cells']) == sum(roi['labeled_cells']):
-        found.append('the detector found no unlabeled cell (score >= the threshold): the '
-                     'label-frequency estimate is the share of labeled positives. Train '
-                     'the provisional model longer or with a larger prior')
+        found.append(NO_UNLABELED_CELL)
     for cls, bbe in zip(classes, roi['bbe']):
         if bbe['prior'] is not None and bbe['q_u'] == 1:
             found.append(f'BBE ({cls}): the best bin is the whole score range, the RoI '
@@ -146,13 +154,124 @@ def warnings(roi, roi_estimates, classes, held_out):
     return found
 
 
+def _share_estimate(share, cells, labeled_cells, classes, per_class: bool,
+                    as_list: bool) -> dict:
+    """One estimator's entry of a dense or cascade stage: ``value`` (a list with
+    ``as_list``), ``c_all`` and, for a stage that classifies, ``per_class``."""
+    c_all = float(sum(labeled_cells) / sum(cells)) if sum(cells) else None
+    shares = list(share.shares)
+    if not per_class:
+        return dict(value=shares[0], c_all=c_all)
+    return dict(value=shares if as_list else shares[0], c_all=c_all,
+                per_class={cls: dict(prior=prior, c=float(n / d) if d else None)
+                           for cls, prior, n, d in zip(classes, shares, labeled_cells,
+                                                       cells)})
+
+
+def build_stage_report(counts, prior_keys, classes, trained_with, detector) -> dict:
+    """The report of a dense or cascade detector's label-frequency estimate.
+
+    Args:
+        counts: :class:`~.label_frequency.StageCounts`.
+        prior_keys: per loss key the config key of its prior(s), None for a loss
+            without a prior (its estimate is reported, not used).
+        classes: the class names.
+        trained_with: per loss key the prior the checkpoint's loss holds.
+        detector: ``'dense'`` or ``'cascade'`` (:func:`~.keys.detector_kind`).
+    """
+    labeled, pseudo = counts.labeled_cells.tolist(), counts.pseudo_cells.tolist()
+    stages, notes, found_warnings, options = {}, [], [], []
+    recommended = dict(
+        estimator='label_frequency',
+        reason='the share of each stage\'s samples that its assigner makes positive for '
+               'the labeled cells and the detections with score >= the threshold (the '
+               'estimator of dense and cascade stages)')
+    for loss_key, share in counts.label_frequency.items():
+        name, key = stage_name(loss_key), prior_keys[loss_key]
+        per_class = name != 'rpn'  # the RPN is class-agnostic
+        as_list = len(share.positives) > 1 or (key or '').endswith('.priors')
+        estimates = dict(label_frequency=_share_estimate(share, pseudo, labeled, classes,
+                                                         per_class, as_list))
+        if counts.oracle is not None:
+            estimates['oracle'] = _share_estimate(
+                counts.oracle[loss_key], counts.complete_cells.tolist(), labeled, classes,
+                per_class, as_list)
+        n_p = dict(zip(classes, share.labeled)) if per_class else share.labeled[0]
+        stages[name] = dict(key=key, n=share.total, n_p=n_p,
+                            n_u=share.total - sum(share.labeled), estimates=estimates)
+        value = estimates['label_frequency']['value']
+        recommended[name] = [rounded(v) for v in value] if as_list else rounded(value)
+        if key is None:
+            notes.append(f'{loss_key} is no PU loss with a prior: the {name} estimate is '
+                         'not used')
+            continue
+        options.append(f'{key}={recommended[name]!r}')
+        for cls, prior in zip(classes if per_class else ['all'], share.shares):
+            if prior <= 0:
+                found_warnings.append(
+                    f'{name} ({cls}): no sample is a positive (share 0), a PU loss needs a '
+                    'prior > 0; label cells of the class or train the provisional model '
+                    'longer')
+    if sum(pseudo) == sum(labeled):
+        found_warnings.append(NO_UNLABELED_CELL)
+    cells = dict(labeled=dict(zip(classes, labeled)),
+                 pseudo_complete=dict(zip(classes, pseudo)))
+    if counts.complete_cells is not None:
+        cells['complete'] = dict(zip(classes, counts.complete_cells.tolist()))
+    return dict(
+        detector=detector, classes=list(classes), anchor_class=None,
+        trained_with={stage_name(key): value for key, value in trained_with.items()},
+        stages=stages, cells=cells, warnings=found_warnings, notes=notes,
+        recommended=recommended, cfg_options=options)
+
+
+def main_stage(report: dict) -> Optional[str]:
+    """The stage whose prior a sweep varies and a fit plots: the RoI head (Faster R-CNN),
+    the dense head, the first cascade stage (the first stage other than the RPN)."""
+    return next((name for name in report['stages'] if name != 'rpn'), None)
+
+
 def _fmt(value, digits=4):
     return '-' if value is None or (isinstance(value, float) and np.isnan(value)) \
         else f'{value:.{digits}g}'
 
 
+def _table(rows):
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ['  '.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+            for row in rows]
+
+
+def _format_stage_table(report):
+    """:func:`format_table` of a dense or cascade report."""
+    rows = [('stage', 'class', 'estimator', 'prior', 'c')]
+    for name, stage in report['stages'].items():
+        for estimator, found in stage['estimates'].items():
+            for cls, values in found.get('per_class', {}).items():
+                rows.append((name, cls, estimator, _fmt(values['prior']), _fmt(values['c'])))
+            if 'per_class' not in found:
+                rows.append((name, 'all', estimator, _fmt(found['value']),
+                             _fmt(found['c_all'])))
+    lines = _table(rows)
+    lines.append('samples: ' + '; '.join(
+        f'{name} n={stage["n"]} (labeled positives '
+        f'{sum(stage["n_p"].values()) if isinstance(stage["n_p"], dict) else stage["n_p"]}, '
+        f'unlabeled {stage["n_u"]})' for name, stage in report['stages'].items()))
+    lines.append('cells: ' + ', '.join(f'{kind} {counts}'
+                                       for kind, counts in report['cells'].items()))
+    lines.append('trained with: ' + ', '.join(f'{name} {value}' for name, value in
+                                              report['trained_with'].items()))
+    lines += [f'warning: {warning}' for warning in report['warnings']]
+    lines += [f'note: {note}' for note in report['notes']]
+    lines.append(f'recommended ({report["recommended"]["estimator"]}): --cfg-options '
+                 + ' '.join(report['cfg_options']))
+    return '\n'.join(lines)
+
+
 def format_table(report):
     """The estimates as a plain-text table."""
+    if 'detector' in report:
+        return _format_stage_table(report)
     rows = [('stage', 'class', 'estimator', 'prior', 'c', 'z*', 'n_p (BBE)')]
     roi = report['stages']['roi']
     for name, found in roi['estimates'].items():
@@ -162,9 +281,7 @@ def format_table(report):
     for name, found in report['stages']['rpn']['estimates'].items():
         rows.append(('RPN', 'all', name, _fmt(found['value']), _fmt(found['c_all']), '-',
                      '-'))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ['  '.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
-             for row in rows]
+    lines = _table(rows)
     rpn = report['stages']['rpn']
     lines += [
         f'samples: RoI n={roi["n"]} (labeled positives {sum(roi["n_p"].values())}, '
@@ -193,8 +310,10 @@ class Estimate(NamedTuple):
     """What the tools take from an estimate file.
 
     Attributes:
-        prior: the recommended RoI-stage prior (the anchor class's with several classes).
-        key: the config key of the RoI stage's prior (``stages.roi.key``).
+        prior: the recommended prior of the :func:`main_stage` (the RoI stage's, the
+            anchor class's with several classes; a dense head's or the first cascade
+            stage's).
+        key: the config key of that stage's prior (``stages.<stage>.key``).
         cfg_options: the options that train every stage at its recommended estimate.
         update_rule_options: with several classes and a ``PriorUpdateHook``, the options
             that keep the hook and set its pi_1; None otherwise.
@@ -218,15 +337,19 @@ def read_estimate(path: str) -> Estimate:
 
     Raises:
         OSError: the file cannot be read.
-        ValueError: it is not JSON, a field is missing or ``recommended.roi`` is not a
-            number (the message names the file and the field).
+        ValueError: it is not JSON, a field is missing or the main stage's
+            ``recommended`` value (``recommended.roi``) is not a number (the message
+            names the file and the field).
     """
     expected = 'expected the --out file of tools/estimate_prior.py'
     try:
         with open(path) as f:
             estimate = json.load(f)
-        prior = estimate['recommended']['roi']
-        key = estimate['stages']['roi']['key']
+        stage = main_stage(estimate)
+        if stage is None:
+            raise KeyError('stages.roi')
+        prior = estimate['recommended'][stage]
+        key = estimate['stages'][stage]['key']
         options = list(estimate['cfg_options'])
         update_rule = estimate.get('cfg_options_update_rule', None)
     except json.JSONDecodeError as error:
@@ -234,6 +357,6 @@ def read_estimate(path: str) -> Estimate:
     except (KeyError, TypeError) as error:
         raise ValueError(f'{path}: no field {error} ({expected})') from None
     if isinstance(prior, bool) or not isinstance(prior, (int, float)):
-        raise ValueError(f'{path}: recommended.roi = {prior!r}, expected a number')
+        raise ValueError(f'{path}: recommended.{stage} = {prior!r}, expected a number')
     return Estimate(float(prior), key, options,
                     None if update_rule is None else list(update_rule))

@@ -8,10 +8,11 @@ In ``<work dir>``:
 2. ``estimate.json``: each stage's share of cells among the samples it draws, estimated
    from that detector on the incompletely annotated training split
    (``tools/estimate_prior.py``; the RoI head's by best-bin estimation, BBE, the RPN's by
-   the label frequency; docs/method.md#priors-per-stage);
+   the label frequency; docs/method.md#priors-per-stage); a dense head's and every
+   stage's of Cascade R-CNN by the label frequency (:mod:`.label_frequency`);
 3. ``x<factor>/``: one training per factor, every stage's estimate scaled by the factor
    in odds, ``pi' = f pi / (1 - pi + f pi)`` (so it stays in (0, 1)); with several
-   classes each class prior is scaled and the RoI priors together kept below 1;
+   classes each class prior is scaled and a stage's priors together kept below 1;
 4. the choice among the provisional and the candidate trainings by Lee & Liu's criterion
    on the validation split, r^2 / detections per image at the test score threshold
    (:func:`~.selection.choose_by_pu_criterion`), which needs only the labeled cells and
@@ -20,7 +21,8 @@ In ``<work dir>``:
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
 validation recall, criterion and test metrics, the choice and why) and
-``fit_prior.png`` (the criterion and the validation recall against the RoI prior).
+``fit_prior.png`` (the criterion and the validation recall against the prior of the
+main stage, :func:`~.estimate_file.main_stage`).
 Runs are resumable (:class:`~mmdet_pu.experiments.runs.Run`): the same command
 continues an interrupted fit.
 """
@@ -33,6 +35,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from mmdet_pu.evaluation.comparison import load_report
 from mmdet_pu.experiments.reports import pyplot, save_figure, write_json
 from mmdet_pu.experiments.runs import Run, run_all
+from .estimate_file import main_stage
 from .selection import choose_by_pu_criterion, read_val_metrics
 from .versus import estimate_run
 
@@ -52,46 +55,79 @@ def scale_odds(prior: float, factor: float) -> float:
     return odds / (1 + odds)
 
 
+def _class_agnostic(stage: dict) -> bool:
+    """The stage is the RPN: one share, no ``per_class``."""
+    return 'per_class' not in stage['estimates'][ROI_FALLBACK]
+
+
+def _estimator(report: dict, stage: dict, roi_estimator: str, rpn_estimator: str) -> str:
+    """The estimator a stage's share is taken from: ``rpn_estimator`` for the RPN;
+    ``roi_estimator`` for a stage that classifies, except that the stages of a dense or
+    cascade report (``detector``), which have the label frequency and the oracle only,
+    take :data:`ROI_FALLBACK` for Faster R-CNN's own RoI estimators."""
+    if _class_agnostic(stage):
+        return rpn_estimator
+    if 'detector' in report and roi_estimator not in ('label_frequency', 'oracle'):
+        return ROI_FALLBACK
+    return roi_estimator
+
+
 def estimated_shares(report: dict, roi_estimator: str = ROI_ESTIMATOR,
                      rpn_estimator: str = RPN_ESTIMATOR) -> dict:
-    """``{'roi': [per-class share], 'rpn': share or None}`` of an estimate report: by
-    default BBE per class (the label frequency where BBE has none) and the RPN's label
-    frequency (``'oracle'``: the shares with the complete labels)."""
-    roi = report['stages']['roi']['estimates']
-    shares = []
-    for cls in report['classes']:
-        value = roi[roi_estimator]['per_class'][cls]['prior']
-        if value is None:
-            value = roi[ROI_FALLBACK]['per_class'][cls]['prior']
-        shares.append(float(value))
-    rpn = report['stages']['rpn']
-    rpn_share = None if rpn['key'] is None else float(
-        rpn['estimates'][rpn_estimator]['value'])
-    return dict(roi=shares, rpn=rpn_share)
+    """``{stage: share}`` of an estimate report, in the order of its stages: per class a
+    list for a stage that classifies (Faster R-CNN's ``roi``; ``head``; ``roi0``, ...), by
+    default BBE (the label frequency where BBE has none, and in dense and cascade
+    stages); one share for the RPN, by default its label frequency, None when it has no
+    prior key (``'oracle'``: the shares with the complete labels)."""
+    shares = {}
+    for name, stage in report['stages'].items():
+        estimator = _estimator(report, stage, roi_estimator, rpn_estimator)
+        if _class_agnostic(stage):
+            shares[name] = None if stage['key'] is None else float(
+                stage['estimates'][estimator]['value'])
+            continue
+        values = []
+        for cls in report['classes']:
+            value = stage['estimates'][estimator]['per_class'][cls]['prior']
+            if value is None:
+                value = stage['estimates'][ROI_FALLBACK]['per_class'][cls]['prior']
+            values.append(float(value))
+        shares[name] = values
+    return shares
+
+
+def _round(name: str, value: float) -> float:
+    """A candidate class prior: 4 decimals in Faster R-CNN's RoI head (``roi``), 4
+    significant digits elsewhere (a dense head's priors are below 0.01)."""
+    return round(value, 4) if name == 'roi' else float(f'{value:.4g}')
 
 
 def candidate_options(report: dict, factor: float, shares: Optional[dict] = None,
                       rpn_digits: int = 5) -> Dict[str, object]:
     """``{key: value}`` that train every stage at ``factor`` times its share (in odds;
-    default :func:`estimated_shares`; the RoI priors rounded to 4 decimals, the RPN's
-    to ``rpn_digits``), plus the report's other options (e.g. ``custom_hooks=[]``, which
-    leaves out a multi-class update rule: the class priors are fixed)."""
+    default :func:`estimated_shares`; the class priors rounded by :func:`_round`, the
+    RPN's to ``rpn_digits`` decimals), plus the report's other options (e.g.
+    ``custom_hooks=[]``, which leaves out a multi-class update rule: the class priors
+    are fixed)."""
     shares = shares or estimated_shares(report)
-    roi_key, rpn_key = report['stages']['roi']['key'], report['stages']['rpn']['key']
-    roi = [scale_odds(share, factor) for share in shares['roi']]
-    if len(roi) > 1 and sum(roi) > MAX_TOTAL_PRIOR:
-        roi = [value * MAX_TOTAL_PRIOR / sum(roi) for value in roi]
+    keys = {name: stage['key'] for name, stage in report['stages'].items()}
     options = {}
     for option in report['cfg_options']:
         key, value = option.split('=', 1)
-        if key not in (roi_key, rpn_key):
+        if key not in keys.values():
             options[key] = value
-    if roi_key.endswith('.priors'):
-        options[roi_key] = [round(value, 4) for value in roi]
-    else:
-        options[roi_key] = round(roi[0], 4)
-    if rpn_key is not None:
-        options[rpn_key] = round(scale_odds(shares['rpn'], factor), rpn_digits)
+    for name, share in shares.items():
+        key = keys[name]
+        if key is None:
+            continue
+        if not isinstance(share, list):  # the RPN
+            options[key] = round(scale_odds(share, factor), rpn_digits)
+            continue
+        values = [scale_odds(value, factor) for value in share]
+        if len(values) > 1 and sum(values) > MAX_TOTAL_PRIOR:
+            values = [value * MAX_TOTAL_PRIOR / sum(values) for value in values]
+        values = [_round(name, value) for value in values]
+        options[key] = values if key.endswith('.priors') else values[0]
     return options
 
 
@@ -132,28 +168,31 @@ def link_checkpoint(source: str, target: str) -> None:
     os.replace(tmp, target)
 
 
-def draw_fit(rows: List[dict], chosen: dict, roi_key: str, shares: dict):
-    """The criterion and the validation recall of every training against its RoI
-    prior (the first class's with several classes), the estimated share marked."""
+def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict):
+    """The criterion and the validation recall of every training against the prior of
+    ``stage`` (at ``key``; the first class's with several classes), the estimated share
+    marked."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
 
     def roi_prior(row):
-        value = row['priors']['roi']
+        value = row['priors'][stage]
         return value[0] if isinstance(value, list) else value
 
     rows = sorted(rows, key=roi_prior)
     x = [roi_prior(row) for row in rows]
     ax.plot(x, [row['pu_criterion'] for row in rows], 'o-', label="Lee & Liu's criterion")
     ax.plot(x, [row['val_recall'] for row in rows], 's--', label='validation recall')
-    ax.axvline(shares['roi'][0], color='grey', lw=1, label='estimated share')
+    share = shares[stage]
+    ax.axvline(share[0] if isinstance(share, list) else share, color='grey', lw=1,
+               label='estimated share')
     ax.plot([roi_prior(chosen)], [chosen['pu_criterion']], '*', ms=16, color='crimson',
             label=f'chosen: {chosen["name"]}')
     for xi, row in zip(x, rows):
         ax.annotate(row['name'], (xi, row['pu_criterion']), textcoords='offset points',
                     xytext=(4, 6), fontsize=8)
     ax.set_xscale('log')
-    ax.set_xlabel(f'{roi_key} (log scale)')
+    ax.set_xlabel(f'{key} (log scale)')
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8, loc='lower left')
     ax.set_title('fit_prior: the trainings on the validation split')
@@ -193,7 +232,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
     run_all(list(runs.values()), jobs=jobs, echo=echo)
 
-    keys = dict(roi=report['stages']['roi']['key'], rpn=report['stages']['rpn']['key'])
+    keys = {name: stage['key'] for name, stage in report['stages'].items()}
     rows = [_row(0, provisional, dict(report['trained_with']))]
     rows += [_row(i, run, {stage: candidates[factor].get(key)
                            for stage, key in keys.items()})
@@ -215,7 +254,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     link_checkpoint(chosen['checkpoint'], final)
     summary = dict(
         config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
-        keys=keys, estimators=dict(roi=ROI_ESTIMATOR, rpn=RPN_ESTIMATOR),
+        keys=keys, estimators={name: _estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
+                               for name, stage in report['stages'].items()},
         estimated_shares=shares,
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],
@@ -224,7 +264,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
             candidates[factors[[factor_dir(f) for f in factors].index(chosen['name'])]]),
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
-    save_figure(draw_fit(rows, chosen, keys['roi'], shares),
+    stage = main_stage(report)
+    save_figure(draw_fit(rows, chosen, stage, keys[stage], shares),
                 osp.join(work_dir, 'fit_prior.png'))
     return summary
 

@@ -3,7 +3,9 @@
 The checkpoint is a detector trained with a provisional prior. Its config's split (the
 training images by default: the samples the loss sees) is sampled as training does
 (:mod:`.samples`), the estimators run over the samples (:mod:`.estimation`) and the
-result becomes the estimate report (:mod:`.estimate_file`).
+result becomes the estimate report (:mod:`.estimate_file`). A dense or cascade config
+(:func:`~.keys.detector_kind`) gets the label-frequency estimate of every stage
+(:mod:`.label_frequency`) instead.
 """
 from typing import List, Optional
 
@@ -17,22 +19,16 @@ from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
 from mmdet_pu.launch import load_config
 from .estimate_file import build_report
 from .estimation import estimate_priors
-from .keys import prior_hook_index, stage_prior_keys
+from .keys import detector_kind, prior_hook_index, stage_prior_keys
+from .label_frequency import estimate_stages, loss_prior
 from .samples import draw_split, even_indices, split_dataset_config
 
 
 def trained_priors(model) -> dict:
     """The priors the checkpoint's losses hold (buffers saved with the weights):
     ``{'roi': ..., 'rpn': ...}``, a float, a list per class or None."""
-    def prior_of(loss):
-        for name in ('prior', 'priors'):
-            value = getattr(loss, name, None)
-            if isinstance(value, torch.Tensor):  # float32: 6 digits are exact
-                values = [float(f'{v:.6g}') for v in value.reshape(-1).tolist()]
-                return values[0] if name == 'prior' else values
-        return None
-    return dict(roi=prior_of(model.roi_head.bbox_head.loss_cls),
-                rpn=prior_of(model.rpn_head.loss_cls))
+    return dict(roi=loss_prior(model.roi_head.bbox_head.loss_cls),
+                rpn=loss_prior(model.rpn_head.loss_cls))
 
 
 def anchor_class(cfg, hook: Optional[int], classes: List[str]) -> int:
@@ -70,9 +66,13 @@ def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',
 
     Returns:
         dict: the report, with the run's ``config``, ``checkpoint``, ``split``,
-        ``images``, ``score_thr`` and ``seed``.
+        ``images``, ``score_thr`` and ``seed``; for a dense or cascade config
+        :func:`~.label_frequency.estimate_stages`'s.
     """
     cfg = load_config(config, cfg_options)
+    if detector_kind(cfg) != 'two_stage':
+        return estimate_stages(config, checkpoint, split, num_images, score_thr, oracle,
+                               seed, device, cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmdet'))
     keys = stage_prior_keys(cfg, config)
     dataset_cfg = split_dataset_config(cfg, split, config_file=config)

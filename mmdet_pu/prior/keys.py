@@ -5,13 +5,20 @@ After composition (docs/method.md#priors-per-stage) pi lives in the losses and t
 (binary ``PULoss``), ``model.roi_head.bbox_head.loss_cls.priors`` (multi-class
 ``MultiPULoss``: initial values with a prior hook, the priors themselves without one) and
 ``custom_hooks.<i>.anchor_prior`` (pi_1 of the ``PriorUpdateHook``, which sets the other
-class priors and, unless its ``update_rpn_prior=False``, the RPN prior).
+class priors and, unless its ``update_rpn_prior=False``, the RPN prior). Dense detectors
+hold it at ``model.bbox_head.loss_cls.prior`` (``.priors``; ``FocalPULoss``,
+``QualityFocalPULoss``), Cascade R-CNN at ``model.roi_head.bbox_head.<i>.loss_cls.prior``
+(``.priors``) per stage besides the RPN's (docs/method.md#dense-detectors).
 """
 from typing import List, NamedTuple, Optional
 
 RPN_PRIOR_KEY = 'model.rpn_head.loss_cls.prior'
 ROI_PRIOR_KEY = 'model.roi_head.bbox_head.loss_cls.prior'
 ROI_PRIORS_KEY = 'model.roi_head.bbox_head.loss_cls.priors'
+#: The losses that hold a prior (``prior``, or ``priors`` one per class).
+PU_LOSSES = ('PULoss', 'MultiPULoss', 'FocalPULoss', 'QualityFocalPULoss')
+#: Where the detector's classifiers are: the RoI head (every cascade stage) or a dense head.
+CLASSIFIER_PREFIXES = ('model.roi_head.', 'model.bbox_head.')
 
 
 def type_name(node):
@@ -21,7 +28,46 @@ def type_name(node):
 
 
 def _roi_loss(cfg):
-    return cfg.get('model', {}).get('roi_head', {}).get('bbox_head', {}).get('loss_cls')
+    head = cfg.get('model', {}).get('roi_head', {}).get('bbox_head', {})
+    return head.get('loss_cls') if isinstance(head, dict) else None
+
+
+def detector_kind(cfg) -> str:
+    """``'two_stage'`` (an RPN and one RoI head: Faster R-CNN), ``'cascade'`` (a list of
+    RoI stages: Cascade R-CNN) or ``'dense'`` (no RoI head: a one-stage detector)."""
+    model = cfg.get('model', {})
+    if 'roi_head' not in model:
+        return 'dense'
+    return 'cascade' if isinstance(model['roi_head'].get('bbox_head'), (list, tuple)) \
+        else 'two_stage'
+
+
+def loss_prior_key(cfg, loss_key: str) -> Optional[str]:
+    """``<loss_key>.prior`` or ``<loss_key>.priors``, where the PU loss configured at
+    ``loss_key`` (e.g. ``model.bbox_head.loss_cls``) holds its prior(s); None when that
+    is not a PU loss with a prior."""
+    try:
+        loss = get_key(cfg, loss_key)
+    except KeyError:
+        return None
+    if type_name(loss) not in PU_LOSSES:
+        return None
+    for name in ('priors', 'prior'):
+        if name in loss:
+            return f'{loss_key}.{name}'
+    return None
+
+
+def stage_name(loss_key: str) -> str:
+    """The report's name of the stage whose loss is configured at ``loss_key``: ``'rpn'``,
+    ``'roi'`` (Faster R-CNN's RoI head), ``'roi<i>'`` (cascade stage i), ``'head'`` (a
+    dense head), else the key without ``model.`` and ``.loss_cls``."""
+    path = loss_key.removeprefix('model.').removesuffix('.loss_cls')
+    if path in ('rpn_head', 'bbox_head'):
+        return 'rpn' if path == 'rpn_head' else 'head'
+    if path.startswith('roi_head.bbox_head'):
+        return 'roi' + path.removeprefix('roi_head.bbox_head').lstrip('.')
+    return path
 
 
 def get_key(cfg, key):
@@ -47,29 +93,28 @@ def find_prior_keys(cfg) -> List[str]:
     """The keys a prior sweep sets to one value.
 
     The hook's ``anchor_prior`` if the config has a ``PriorUpdateHook``, otherwise the
-    RoI head's ``PULoss`` prior together with every other ``PULoss`` prior in ``model``
-    that holds the same value: a per-stage RPN prior (one that differs) is kept.
+    classifier's PU-loss prior (the RoI head's, every stage of a cascade, or the dense
+    head's) together with every other PU-loss prior in ``model`` that holds the same
+    value as the first of them: a per-stage RPN prior (one that differs) is kept.
 
     Raises:
-        ValueError: for fixed multi-class priors (a ``MultiPULoss`` without a
-            ``PriorUpdateHook``): one value cannot set a prior per class.
+        ValueError: for fixed multi-class priors (a ``MultiPULoss``, or a dense loss
+            with ``priors``, without a ``PriorUpdateHook``): one value cannot set a prior
+            per class.
     """
     hook = prior_hook_index(cfg)
     if hook is not None:
         return [f'custom_hooks.{hook}.anchor_prior']
-    if type_name(_roi_loss(cfg)) == 'MultiPULoss':
-        raise ValueError(
-            f'{ROI_PRIORS_KEY} holds fixed per-class priors (a MultiPULoss without a '
-            'PriorUpdateHook): a sweep sets one value, so sweep a config with the hook '
-            '(custom_hooks.<i>.anchor_prior) or estimate the priors with '
-            'tools/estimate_prior.py')
 
-    keys = []
+    keys, fixed = [], []
 
     def walk(node, path):
         if isinstance(node, dict):
-            if type_name(node) == 'PULoss' and 'prior' in node:
-                keys.append(f'{path}.prior')
+            if type_name(node) in PU_LOSSES:
+                if type_name(node) == 'MultiPULoss' or 'priors' in node:
+                    fixed.append((f'{path}.priors', type_name(node)))
+                elif 'prior' in node:
+                    keys.append(f'{path}.prior')
             for name, child in node.items():
                 walk(child, f'{path}.{name}')
         elif isinstance(node, (list, tuple)):
@@ -77,11 +122,18 @@ def find_prior_keys(cfg) -> List[str]:
                 walk(child, f'{path}.{i}')
 
     walk(cfg.get('model', {}), 'model')
-    roi_keys = [key for key in keys if key.startswith('model.roi_head.')]
-    if not roi_keys:
+    for key, loss in fixed:
+        if key.startswith(CLASSIFIER_PREFIXES):
+            raise ValueError(
+                f'{key} holds fixed per-class priors (a {loss} without a '
+                'PriorUpdateHook): a sweep sets one value, so sweep a config with the hook '
+                '(custom_hooks.<i>.anchor_prior) or estimate the priors with '
+                'tools/estimate_prior.py (tools/fit_prior.py)')
+    classifier_keys = [key for key in keys if key.startswith(CLASSIFIER_PREFIXES)]
+    if not classifier_keys:
         return keys
-    tied = get_key(cfg, roi_keys[0])
-    return [key for key in keys if key in roi_keys or get_key(cfg, key) == tied]
+    tied = get_key(cfg, classifier_keys[0])
+    return [key for key in keys if key in classifier_keys or get_key(cfg, key) == tied]
 
 
 class StageKeys(NamedTuple):

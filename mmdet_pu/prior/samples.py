@@ -48,8 +48,31 @@ def _cells(instances: InstanceData):
     return get_box_tensor(instances.bboxes).float(), instances.labels.long()
 
 
-def _class_counts(labels: Tensor, num_classes: int) -> np.ndarray:
-    return np.bincount(labels.cpu().numpy(), minlength=num_classes)[:num_classes]
+def class_counts(labels: Tensor, num_classes: int) -> np.ndarray:
+    """(C,) how many of ``labels`` are of each class."""
+    return np.bincount(labels.long().cpu().numpy(), minlength=num_classes)[:num_classes]
+
+
+def pseudo_complete_cells(labeled: InstanceData, detections: InstanceData,
+                          score_thr: float = 0.5) -> InstanceData:
+    """The pseudo-complete cells of one image: the labeled cells plus the detections
+    with ``score >= score_thr`` that are none of them (:func:`~.estimation.pseudo_complete`),
+    labeled cells first, as ``bboxes`` (M, 4) float and ``labels`` (M,) long tensors on
+    the labeled cells' device.
+
+    Args:
+        labeled: the labeled cells (``bboxes``, ``labels``).
+        detections: the detector's detections after its test NMS (``bboxes``,
+            ``labels``, ``scores``), in the frame of the labeled cells.
+        score_thr: detections with a lower score are left out.
+    """
+    bboxes, labels = _cells(labeled)
+    kept = detections.scores >= score_thr
+    cells, cell_labels, _ = pseudo_complete(
+        bboxes.cpu().numpy(), labels.cpu().numpy(),
+        get_box_tensor(detections.bboxes)[kept].cpu().numpy(),
+        detections.labels[kept].cpu().numpy())
+    return InstanceData(bboxes=bboxes.new_tensor(cells), labels=labels.new_tensor(cell_labels))
 
 
 def assigned_classes(assigner, candidates: Tensor, bboxes: Tensor,
@@ -207,14 +230,7 @@ def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
 
     images = []
     for i, meta in enumerate(metas):
-        bboxes, labels = _cells(gts[i])
-        det = detections[i]
-        kept = det.scores >= score_thr
-        cells, cell_labels, _ = pseudo_complete(
-            bboxes.cpu().numpy(), labels.cpu().numpy(),
-            get_box_tensor(det.bboxes)[kept].cpu().numpy(), det.labels[kept].cpu().numpy())
-        pseudo = InstanceData(bboxes=bboxes.new_tensor(cells),
-                              labels=labels.new_tensor(cell_labels))
+        pseudo = pseudo_complete_cells(gts[i], detections[i], score_thr)
         truth = complete[i] if complete is not None else None
         ignored = gts_ignored[i] if gts_ignored[i] is not None and len(gts_ignored[i]) \
             else None
@@ -229,10 +245,10 @@ def sample_stages(model, data_batch: dict, score_thr: float = 0.5,
             roi_bg_ce=roi_bg_ce,
             roi_pseudo=roi_pseudo, roi_oracle=roi_oracle, rpn_labeled=rpn_labeled,
             rpn_pseudo=rpn_pseudo, rpn_oracle=rpn_oracle,
-            labeled_cells=_class_counts(labels, num_classes),
-            pseudo_cells=np.bincount(cell_labels, minlength=num_classes)[:num_classes],
-            complete_cells=None if truth is None else _class_counts(
-                truth.labels.long(), num_classes)))
+            labeled_cells=class_counts(gts[i].labels, num_classes),
+            pseudo_cells=class_counts(pseudo.labels, num_classes),
+            complete_cells=None if truth is None else class_counts(truth.labels,
+                                                                   num_classes)))
     return images
 
 
@@ -271,6 +287,23 @@ def even_indices(total: int, num: Optional[int] = None) -> List[int]:
     return sorted(set(np.linspace(0, total - 1, num).round().astype(int).tolist()))
 
 
+def split_batches(dataset, indices: Sequence[int], complete=None, device='cpu'):
+    """``(batch, truth)`` per image ``indices`` of ``dataset``, one image at a time:
+    ``batch`` collated as the loader collates it, ``truth`` None or, with ``complete``
+    (the same images with their complete annotations), ``[complete cells]`` on
+    ``device`` (RuntimeError when the two datasets list other images)."""
+    for idx in indices:
+        batch = pseudo_collate([dataset[idx]])
+        truth = None
+        if complete is not None:
+            item = complete[idx]
+            if item['data_samples'].img_id != batch['data_samples'][0].img_id:
+                raise RuntimeError(f'image {idx}: the complete annotation file lists '
+                                   'another image; the two datasets differ')
+            truth = [item['data_samples'].gt_instances.to(device)]
+        yield batch, truth
+
+
 def draw_split(model, dataset, indices: Sequence[int], score_thr: float = 0.5,
                complete=None, device='cpu') -> List[ImageSamples]:
     """:func:`sample_stages` of the images ``indices`` of ``dataset``, one at a time.
@@ -284,14 +317,6 @@ def draw_split(model, dataset, indices: Sequence[int], score_thr: float = 0.5,
         device: where the complete cells go (the model's device).
     """
     images = []
-    for idx in indices:
-        batch = pseudo_collate([dataset[idx]])
-        truth = None
-        if complete is not None:
-            item = complete[idx]
-            if item['data_samples'].img_id != batch['data_samples'][0].img_id:
-                raise RuntimeError(f'image {idx}: the complete annotation file lists '
-                                   'another image; the two datasets differ')
-            truth = [item['data_samples'].gt_instances.to(device)]
+    for batch, truth in split_batches(dataset, indices, complete, device):
         images += sample_stages(model, batch, score_thr, truth)
     return images

@@ -54,6 +54,37 @@ def test_candidates_scale_every_stage_and_keep_the_other_options():
     assert strings[1] == f'{ROI_PRIORS_KEY}=[{",".join(map(str, priors))}]'  # no spaces
 
 
+def stage_report(classes, stages, detector='cascade'):
+    """A dense or cascade estimate report: ``stages`` maps a stage name to its key and
+    its label frequency (a list per class; one value for the RPN)."""
+    def entry(key, shares):
+        if not isinstance(shares, list):
+            return dict(key=key, estimates=dict(label_frequency=dict(value=shares)))
+        return dict(key=key, estimates=dict(label_frequency=dict(
+            value=shares if len(shares) > 1 else shares[0],
+            per_class={c: dict(prior=v) for c, v in zip(classes, shares)})))
+    return dict(detector=detector, classes=list(classes),
+                stages={name: entry(*stage) for name, stage in stages.items()},
+                cfg_options=[f'{key}=0.1' for key, _ in stages.values() if key])
+
+
+def test_candidates_of_dense_and_cascade_stages():
+    stages = [f'model.roi_head.bbox_head.{i}.loss_cls.prior' for i in range(3)]
+    cascade = stage_report(['cell'], dict(rpn=(RPN_KEY, 0.004), roi0=(stages[0], [0.25]),
+                                          roi1=(stages[1], [0.5]), roi2=(None, [0.6])))
+    # the label frequency of every stage (no BBE); a stage without a key is left out
+    assert fit.estimated_shares(cascade) == dict(rpn=0.004, roi0=[0.25], roi1=[0.5],
+                                                 roi2=[0.6])
+    assert fit.candidate_options(cascade, 3) == {
+        RPN_KEY: pytest.approx(0.01190, abs=1e-5), stages[0]: 0.5, stages[1]: 0.75}
+    dense_key = 'model.bbox_head.loss_cls.priors'
+    dense = stage_report(['a', 'b'], dict(head=(dense_key, [0.00666, 0.00123])), 'dense')
+    options = fit.candidate_options(dense, 2)
+    # four significant digits: a dense head's priors are small
+    assert options == {dense_key: [0.01323, 0.002457]}
+    assert fit.option_strings(options) == [f'{dense_key}=[0.01323,0.002457]']
+
+
 def test_command_line_input_errors(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
     for args, message in ((['--factors', '0.5', '-1'], 'expected values > 0'),

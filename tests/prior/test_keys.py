@@ -2,7 +2,8 @@
 import pytest
 from mmengine.config import Config
 
-from mmdet_pu.prior.keys import (ROI_PRIOR_KEY, RPN_PRIOR_KEY, find_prior_keys, get_key,
+from mmdet_pu.prior.keys import (ROI_PRIOR_KEY, RPN_PRIOR_KEY, detector_kind,
+                                 find_prior_keys, get_key, loss_prior_key, stage_name,
                                  stage_prior_keys)
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
@@ -63,3 +64,40 @@ def test_per_stage_rpn_prior_is_not_swept(tmp_path):
     assert find_prior_keys(shipped) == ['model.roi_head.bbox_head.loss_cls.prior']
     paper = Config.fromfile(str(REPO / 'configs' / 'pu' / 'mitos14_vgg16_keep1_pu.py'))
     assert find_prior_keys(paper) == PU_KEYS
+
+
+def test_keys_of_the_dense_and_cascade_configs():
+    dense = Config.fromfile(str(CONFIGS / 'dense' / 'synthetic_retinanet_keep1_pu.py'))
+    assert detector_kind(dense) == 'dense'
+    assert find_prior_keys(dense) == ['model.bbox_head.loss_cls.prior']
+    assert loss_prior_key(dense, 'model.bbox_head.loss_cls') == \
+        'model.bbox_head.loss_cls.prior'
+    cascade = Config.fromfile(str(CONFIGS / 'dense' / 'synthetic_cascade-rcnn_keep1_pu.py'))
+    assert detector_kind(cascade) == 'cascade'
+    stages = [f'model.roi_head.bbox_head.{i}.loss_cls.prior' for i in range(3)]
+    # every RoI stage; the RPN's own (different) prior is kept
+    assert find_prior_keys(cascade) == stages
+    cascade.model.rpn_head.loss_cls.prior = cascade.model.roi_head.bbox_head[0].loss_cls.prior
+    assert find_prior_keys(cascade) == [RPN_PRIOR_KEY, *stages]
+    assert loss_prior_key(cascade, 'model.roi_head.bbox_head.2.loss_cls') == stages[2]
+    assert detector_kind(Config.fromfile(
+        str(CONFIGS / 'synthetic' / 'synthetic_keep1_pu.py'))) == 'two_stage'
+    # the CE parent has no PU loss; fixed per-class priors cannot be swept
+    ce = Config.fromfile(str(CONFIGS / 'dense' / 'synthetic_cascade-rcnn_keep1_ce.py'))
+    assert loss_prior_key(ce, 'model.roi_head.bbox_head.0.loss_cls') is None
+    assert loss_prior_key(ce, 'model.roi_head.bbox_head.7.loss_cls') is None
+    multi = Config.fromfile(str(CONFIGS / 'dense' / 'synthetic_multi_atss_cap2_pu.py'))
+    assert loss_prior_key(multi, 'model.bbox_head.loss_cls') == \
+        'model.bbox_head.loss_cls.priors'
+    with pytest.raises(ValueError, match='model.bbox_head.loss_cls.priors holds fixed '
+                       'per-class priors'):
+        find_prior_keys(multi)
+
+
+@pytest.mark.parametrize('loss_key,name', [
+    ('model.rpn_head.loss_cls', 'rpn'), ('model.bbox_head.loss_cls', 'head'),
+    ('model.roi_head.bbox_head.loss_cls', 'roi'),
+    ('model.roi_head.bbox_head.2.loss_cls', 'roi2'),
+    ('model.roi_head.mask_head.loss_cls', 'roi_head.mask_head')])
+def test_stage_names(loss_key, name):
+    assert stage_name(loss_key) == name

@@ -1,5 +1,5 @@
 """The share of cells among the samples of each classification loss
-(mmdet_pu/models/utils/positive_share.py)."""
+(mmdet_pu/prior/positive_share.py)."""
 import copy
 
 import pytest
@@ -11,7 +11,7 @@ from mmengine.structures import InstanceData
 import mmdet_pu  # noqa: F401
 from mmdet.registry import MODELS
 from mmdet.structures import DetDataSample
-from mmdet_pu.models.utils.positive_share import count_positives, training_batches
+from mmdet_pu.prior.positive_share import count_positives, training_batches
 from tests._data import REPO, make_tiny_coco
 from tests.models._dense_detectors import data_samples
 
@@ -67,12 +67,12 @@ def anchors_per_image(size):
     return sum((size // stride) ** 2 for stride in STRIDES)
 
 
-@pytest.mark.parametrize('num_classes,labels,expected', [
-    (1, ([0, 0, 0], [0]), (4, )),
-    (2, ([0, 1, 1], [1]), (1, 3)),
+@pytest.mark.parametrize('num_classes,labels,expected,labeled_positives', [
+    (1, ([0, 0, 0], [0]), (4, ), (2, )),
+    (2, ([0, 1, 1], [1]), (1, 3), (1, 1)),
 ])
 def test_a_dense_head_counts_the_unlabeled_cells_among_its_locations(
-        num_classes, labels, expected):
+        num_classes, labels, expected, labeled_positives):
     model = base_model('retinanet_r18-slim_fpn.py', num_classes,
                        **{f'bbox_head.anchor_generator.{key}': value
                           for key, value in SQUARE_ANCHORS.items()})
@@ -84,6 +84,7 @@ def test_a_dense_head_counts_the_unlabeled_cells_among_its_locations(
     # every anchor is a sample (none ignored); one positive anchor per cell, labeled or not
     assert result.total == 2 * anchors_per_image(64)
     assert result.positives == expected
+    assert result.labeled == labeled_positives  # the labeled cells' anchors
     assert result.shares == tuple(n / (2 * anchors_per_image(64)) for n in expected)
 
 
@@ -146,6 +147,7 @@ def test_with_complete_labels_the_counts_are_the_losses_own(base):
         positives, total = counts[key]
         assert result.total == total > 0, key
         assert result.positives == tuple(positives.tolist()), key
+        assert result.labeled == result.positives, key
         assert sum(result.positives) > 0, key
 
 

@@ -16,6 +16,9 @@ stage's assigner is called a second time on the same candidates with the image's
 complete cells; a sampled candidate is a class-m positive when that second assignment
 makes it one. Ground-truth boxes that a sampler adds as proposals are labeled cells,
 positives of their class. The RPN is class-agnostic: any cell makes a positive.
+:func:`count_positive_sets` does the same for several cell sets at once (e.g. the
+pseudo-complete cells of the label-frequency estimate and the complete ones,
+:mod:`.label_frequency`), on one and the same draw of the samples.
 
 For a dense head the samples do not depend on the labels (every location except the
 ones its assigner ignores), so pi is the share of positive locations under complete
@@ -55,9 +58,12 @@ class PositiveShare(NamedTuple):
     Attributes:
         positives: per class, the samples the complete labels make positives of it.
         total: the samples the loss saw (positives and negatives).
+        labeled: per class, the samples the training labels make positives of it (the
+            labeled positives P).
     """
     positives: Tuple[int, ...]
     total: int
+    labeled: Tuple[int, ...] = ()
 
     @property
     def shares(self) -> Tuple[float, ...]:
@@ -74,68 +80,87 @@ class _Stage:
         self.assigner = assigner
         self.sampler = sampler
         self.num_classes = num_classes
-        self.positives = torch.zeros(num_classes, dtype=torch.long)
+        self.positives: Optional[Tensor] = None  # (K cell sets, C)
+        self.labeled = torch.zeros(num_classes, dtype=torch.long)
         self.total = 0
-        self.truths: Sequence[InstanceData] = ()
+        self.cell_sets: Sequence[Sequence[InstanceData]] = ()
         self.image = 0
-        self.pending: Optional[Tensor] = None
+        self.pending: List[Tensor] = []
 
-    def start_batch(self, truths: Sequence[InstanceData]) -> None:
-        self.truths, self.image = truths, 0
+    def start_batch(self, cell_sets: Sequence[Sequence[InstanceData]]) -> None:
+        if self.positives is None:
+            self.positives = torch.zeros(len(cell_sets[0]), self.num_classes,
+                                         dtype=torch.long)
+        if any(len(sets) != len(self.positives) for sets in cell_sets):
+            raise ValueError(f'expected {len(self.positives)} cell set(s) per image, got '
+                             f'{[len(sets) for sets in cell_sets]}')
+        self.cell_sets, self.image = cell_sets, 0
 
     def end_batch(self) -> None:
-        if self.image != len(self.truths):
+        if self.image != len(self.cell_sets):
             raise RuntimeError(
                 f'{self.key}: the assigner ran on {self.image} image(s) of a batch of '
-                f'{len(self.truths)}; expected one assignment per image')
+                f'{len(self.cell_sets)}; expected one assignment per image')
 
     def _classes(self, labels: Tensor) -> Tensor:
         """A cell's class for this stage: its label, or 0 in a class-agnostic stage."""
         return torch.zeros_like(labels) if self.num_classes == 1 else labels
 
     def assign(self, original, signature, *args, **kwargs):
-        """The training assignment; also stores the complete one of each candidate."""
+        """The training assignment; also stores, per cell set, the class each candidate
+        is assigned with that set (-1 for none)."""
         result = original(*args, **kwargs)
-        if self.image >= len(self.truths):
+        if self.image >= len(self.cell_sets):
             raise RuntimeError(f'{self.key}: the assigner ran more than once per image')
         bound = signature.bind(*args, **kwargs)
         if 'gt_instances' not in bound.arguments:
             raise ValueError(f'{self.key}: {type(self.assigner).__name__}.assign takes no '
                              f'gt_instances argument')
         labeled = bound.arguments['gt_instances']
-        truth = self.truths[self.image]
+        sets = self.cell_sets[self.image]
         self.image += 1
-        _check_labeled_among_truth(labeled, truth, self.key)
-        truth = InstanceData(bboxes=truth.bboxes.to(labeled.bboxes.device),
-                             labels=self._classes(truth.labels).to(labeled.labels.device))
-        bound.arguments['gt_instances'] = truth
-        complete = original(*bound.args, **bound.kwargs)
-        classes = complete.gt_inds.new_full(complete.gt_inds.shape, -1)
-        positive = complete.gt_inds > 0
-        classes[positive] = truth.labels[complete.gt_inds[positive] - 1]
-        self.pending = classes
+        self.pending = []
+        for truth in sets:
+            _check_labeled_among_truth(labeled, truth, self.key)
+            truth = InstanceData(
+                bboxes=truth.bboxes.to(labeled.bboxes.device),
+                labels=self._classes(truth.labels).to(labeled.labels.device))
+            bound.arguments['gt_instances'] = truth
+            complete = original(*bound.args, **bound.kwargs)
+            classes = complete.gt_inds.new_full(complete.gt_inds.shape, -1)
+            positive = complete.gt_inds > 0
+            classes[positive] = truth.labels[complete.gt_inds[positive] - 1]
+            self.pending.append(classes)
         return result
 
     def sample(self, original, assign_result, pred_instances, gt_instances, *args,
                **kwargs):
-        """The training samples; counts the true positives among them."""
+        """The training samples; counts the labeled positives and, per cell set, the
+        true positives among them."""
         before = assign_result.num_preds
         result = original(assign_result, pred_instances, gt_instances, *args, **kwargs)
-        if self.pending is None:
+        if not self.pending:
             raise RuntimeError(f'{self.key}: the sampler ran without an assignment')
-        classes, self.pending = self.pending, None
         added = assign_result.num_preds - before  # labeled cells added as proposals
-        if added:
-            added_classes = self._classes(gt_instances.labels[:added]).to(classes)
-            classes = torch.cat([added_classes, classes])
-        sampled = classes[torch.cat([result.pos_inds, result.neg_inds])]
-        found = sampled[sampled >= 0].cpu()
-        self.positives += torch.bincount(found, minlength=self.num_classes)
-        self.total += sampled.numel()
+        sampled_inds = torch.cat([result.pos_inds, result.neg_inds])
+        for k, classes in enumerate(self.pending):
+            if added:
+                added_classes = self._classes(gt_instances.labels[:added]).to(classes)
+                classes = torch.cat([added_classes, classes])
+            sampled = classes[sampled_inds]
+            found = sampled[sampled >= 0].cpu()
+            self.positives[k] += torch.bincount(found, minlength=self.num_classes)
+        self.pending = []
+        labeled = self._classes(result.pos_gt_labels.long()).cpu()
+        self.labeled += torch.bincount(labeled, minlength=self.num_classes)
+        self.total += sampled_inds.numel()
         return result
 
-    def share(self) -> PositiveShare:
-        return PositiveShare(tuple(int(n) for n in self.positives), self.total)
+    def shares(self) -> List[PositiveShare]:
+        """One :class:`PositiveShare` per cell set."""
+        labeled = tuple(int(n) for n in self.labeled)
+        return [PositiveShare(tuple(int(n) for n in positives), self.total, labeled)
+                for positives in self.positives]
 
 
 def _check_labeled_among_truth(labeled: InstanceData, truth: InstanceData, key: str):
@@ -227,6 +252,17 @@ def count_positives(model, batches: Iterable[Tuple[dict, Sequence[InstanceData]]
             come from regress ranges), or a labeled cell is not among its image's
             complete cells.
     """
+    counts = count_positive_sets(
+        model, ((data, [[truth] for truth in truths]) for data, truths in batches))
+    return {key: shares[0] for key, shares in counts.items()}
+
+
+def count_positive_sets(model, batches: Iterable[Tuple[dict, Sequence[Sequence[InstanceData]]]]
+                        ) -> Dict[str, List[PositiveShare]]:
+    """:func:`count_positives` with several cell sets per image, counted on one draw of
+    the samples: ``batches`` yields ``(data, cell_sets)``, ``cell_sets`` holding per image
+    the same number K of cell sets (each holding the image's labeled cells); returns per
+    loss K :class:`PositiveShare`, in the order of the sets."""
     stages = _stages(model)
     if not stages:
         raise ValueError(f'{type(model).__name__}: no head with an assigner and a sampler '
@@ -235,19 +271,21 @@ def count_positives(model, batches: Iterable[Tuple[dict, Sequence[InstanceData]]
     model.train()
     try:
         with _Patched(stages), torch.no_grad():
-            for data, truths in batches:
-                if len(truths) != len(data['inputs']):
+            for data, cell_sets in batches:
+                if len(cell_sets) != len(data['inputs']):
                     raise ValueError(f'expected the complete cells of each of the '
-                                     f'{len(data["inputs"])} images, got {len(truths)}')
+                                     f'{len(data["inputs"])} images, got {len(cell_sets)}')
                 data = model.data_preprocessor(data, True)
                 for stage in stages:
-                    stage.start_batch(truths)
+                    stage.start_batch(cell_sets)
                 model.loss(data['inputs'], data['data_samples'])
                 for stage in stages:
                     stage.end_batch()
     finally:
         model.train(was_training)
-    return {stage.key: stage.share() for stage in stages}
+    if stages[0].positives is None:
+        raise ValueError('no batch to count on')
+    return {stage.key: stage.shares() for stage in stages}
 
 
 def _measurement_dataset_cfg(dataset_cfg, deletion, config_file):

@@ -155,20 +155,28 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
         for name in MEASURES:
             entry[name] = _mean_std([m[name] for m in per_seed.values()])
         grid.append(entry)
-    complete = [g for g in grid if g['seeds'] == list(seeds)]
-    best = {name: max(complete, key=lambda g: -1 if g[name][0] is None else g[name][0])
+    # the best value in hindsight among those tested at every seed; while the other
+    # seeds' values are missing, among the values of the seeds that have most
+    most = max(len(g['seeds']) for g in grid)
+    if not most:
+        raise FileNotFoundError(f'{regime_dir}: no grid run is tested')
+    pool = [g for g in grid if len(g['seeds']) == most]
+    best = {name: max(pool, key=lambda g: -1 if g[name][0] is None else g[name][0])
             for name in ('f1', 'ap')}
 
     rules = {}
-    fits = [osp.join(regime_dir, 'fit', f'seed{seed}') for seed in seeds]
     chosen_dirs = []
-    for fit_dir in fits:
-        with open(osp.join(fit_dir, 'fit_prior.json')) as f:
-            summary = json.load(f)
-        chosen_dirs.append(next(t['run_dir'] for t in summary['trainings']
-                                if t['name'] == summary['chosen']))
+    for seed in seeds:
+        path = osp.join(regime_dir, 'fit', f'seed{seed}', 'fit_prior.json')
+        if osp.isfile(path):  # a fit still running is left out
+            with open(path) as f:
+                summary = json.load(f)
+            chosen_dirs.append(next(t['run_dir'] for t in summary['trainings']
+                                    if t['name'] == summary['chosen']))
     rules['workflow'] = chosen_dirs
-    rules['provisional'] = [osp.join(regime_dir, 'provisional', f'seed{s}') for s in seeds]
+    rules['provisional'] = [d for d in (osp.join(regime_dir, 'provisional', f'seed{s}')
+                                        for s in seeds)
+                            if osp.isfile(osp.join(d, 'cell_metrics', 'test_per_image.json'))]
     for rule, chooser in (('recall over the grid', choose),
                           ('Lee & Liu over the grid', choose_by_pu_criterion)):
         picks = []
@@ -179,6 +187,8 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
                 metrics = read_val_metrics(run_dir)
                 if metrics is not None:
                     rows.append(dict(metrics, prior=g['factor'], run_dir=run_dir))
+            if len(rows) < len(grid):  # a rule over the grid needs the whole grid
+                continue
             try:
                 picks.append(chooser(rows)['run_dir'])
             except RuntimeError:  # no run detects a labeled validation cell
@@ -187,11 +197,11 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
     rule_rows = {}
     for rule, run_dirs in rules.items():
         measures = [test_measures(d) for d in run_dirs if d is not None]
-        rule_rows[rule] = dict(run_dirs=run_dirs, **{
+        rule_rows[rule] = dict(run_dirs=run_dirs, seeds=len(measures), **{
             name: _mean_std([m[name] for m in measures]) for name in MEASURES})
     return dict(regime=regime, shares=shares, grid=grid,
-                best={k: dict(index=v['index'], factor=v['factor'],
-                              value=v[k][0]) for k, v in best.items()},
+                best={k: dict(index=v['index'], factor=v['factor'], value=v[k][0],
+                              seeds=len(v['seeds'])) for k, v in best.items()},
                 rules=rule_rows)
 
 
@@ -214,8 +224,9 @@ def format_markdown(results: List[dict]) -> str:
             lines.append(f'| {g["factor"]:.3g} | {priors} | {len(g["seeds"])} | '
                          + ' | '.join(_cell(g[name]) for name in MEASURES) + ' |')
         lines.append('')
-    lines += ['| regime | best F1 at 0.5 (grid) | best AP (grid) | rule | F1 at 0.5 | '
-              'F1 at val. thr. | AP | ΔF1 | ΔAP |', '|---|---|---|---|---|---|---|---|---|']
+    lines += ['| regime | best F1 at 0.5 (grid; seeds) | best AP (grid; seeds) | rule | '
+              'seeds | F1 at 0.5 | F1 at val. thr. | AP | ΔF1 | ΔAP |',
+              '|---|---|---|---|---|---|---|---|---|---|']
 
     def gap(value, best):
         return '-' if value is None or best is None else f'{value - best:+.3f}'
@@ -223,8 +234,9 @@ def format_markdown(results: List[dict]) -> str:
     for r in results:
         best_f1, best_ap = r['best']['f1']['value'], r['best']['ap']['value']
         for rule, row in r['rules'].items():
-            lines.append(f'| {r["regime"]} | {_cell((best_f1, None))} | '
-                         f'{_cell((best_ap, None))} | {rule} | '
+            lines.append(f'| {r["regime"]} | {_cell((best_f1, None))}; '
+                         f'{r["best"]["f1"]["seeds"]} | {_cell((best_ap, None))}; '
+                         f'{r["best"]["ap"]["seeds"]} | {rule} | {row["seeds"]} | '
                          + ' | '.join(_cell(row[name]) for name in MEASURES)
                          + f' | {gap(row["f1"][0], best_f1)} | {gap(row["ap"][0], best_ap)} |')
     return '\n'.join(lines)

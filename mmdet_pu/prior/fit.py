@@ -57,7 +57,7 @@ def scale_odds(prior: float, factor: float) -> float:
 
 def _class_agnostic(stage: dict) -> bool:
     """The stage is the RPN: one share, no ``per_class``."""
-    return 'per_class' not in stage['estimates'][ROI_FALLBACK]
+    return not any('per_class' in estimate for estimate in stage['estimates'].values())
 
 
 def _estimator(report: dict, stage: dict, roi_estimator: str, rpn_estimator: str) -> str:

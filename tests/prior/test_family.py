@@ -47,6 +47,14 @@ val_dataloader['dataset'].update(type='CellCocoDataset')
     text = family.write_family(str(work), [summary])
     assert '| tiny |' in text and (work / 'results.json').is_file()
     assert json.loads((work / 'results.json').read_text())['results'][0]['regime'] == 'tiny'
+    # a seed not run yet: the rules and the best value count the seeds that are there
+    partial = family.summarize('tiny', str(work), [0, 1])
+    assert partial['best']['f1']['seeds'] == 1
+    assert partial['best']['f1']['value'] == summary['best']['f1']['value']
+    assert {rule: row['seeds'] for rule, row in partial['rules'].items()} == \
+        {rule: row['seeds'] for rule, row in summary['rules'].items()}
+    assert partial['rules']['workflow']['seeds'] == 1
+    assert '| 1 |' in family.format_markdown([partial])
     with pytest.raises(FileNotFoundError):
         family.summarize('missing', str(work), [0])
 

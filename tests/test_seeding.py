@@ -28,11 +28,19 @@ def test_every_config_is_seeded(config):
     assert Config.fromfile(str(config)).randomness.seed == 0
 
 
-def _run(*args):
+def _start(*args):
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1')
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return subprocess.Popen([sys.executable, *map(str, args)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait(proc):
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stdout[-3000:] + stderr[-5000:]
+
+
+def _run(*args):
+    _wait(_start(*args))
 
 
 @pytest.fixture(scope='module')
@@ -43,15 +51,20 @@ def data_root(tmp_path_factory):
     return root
 
 
-def _train(data_root, work_dir, seed):
-    """Train the shipped config; returns (losses per iteration, final state dict)."""
+def _start_training(data_root, work_dir, seed):
+    """Start training the shipped config (one thread; the runs go side by side)."""
     loaders = ('train_dataloader', 'val_dataloader', 'test_dataloader')
-    _run('tools/train.py', CONFIG, '--work-dir', work_dir, '--cfg-options',
-         *[f'{loader}.dataset.data_root={data_root}/' for loader in loaders],
-         f'train_cfg.max_iters={ITERS}', f'train_cfg.val_interval={ITERS}',
-         f'default_hooks.checkpoint.interval={ITERS}', 'default_hooks.logger.interval=1',
-         'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
-         f'randomness.seed={seed}')
+    return _start(
+        'tools/train.py', CONFIG, '--work-dir', work_dir, '--cfg-options',
+        *[f'{loader}.dataset.data_root={data_root}/' for loader in loaders],
+        f'train_cfg.max_iters={ITERS}', f'train_cfg.val_interval={ITERS}',
+        f'default_hooks.checkpoint.interval={ITERS}', 'default_hooks.logger.interval=1',
+        'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
+        f'randomness.seed={seed}')
+
+
+def _trained(work_dir):
+    """(losses per iteration, final state dict) of a finished training."""
     log, = Path(work_dir).glob('*/vis_data/scalars.json')
     losses = [{k: v for k, v in json.loads(line).items() if k.startswith('loss')}
               for line in log.read_text().splitlines()]
@@ -61,9 +74,12 @@ def _train(data_root, work_dir, seed):
 
 
 def test_same_seed_same_run_other_seed_other_run(data_root, tmp_path):
-    losses_a, state_a = _train(data_root, tmp_path / 'a', seed=0)
-    losses_b, state_b = _train(data_root, tmp_path / 'b', seed=0)
-    losses_c, state_c = _train(data_root, tmp_path / 'c', seed=1)
+    runs = {name: (tmp_path / name, seed) for name, seed in (('a', 0), ('b', 0), ('c', 1))}
+    procs = [_start_training(data_root, work_dir, seed) for work_dir, seed in runs.values()]
+    for proc in procs:
+        _wait(proc)
+    (losses_a, state_a), (losses_b, state_b), (losses_c, state_c) = [
+        _trained(work_dir) for work_dir, _ in runs.values()]
 
     assert len(losses_a) == ITERS and all('loss' in step for step in losses_a)
     assert losses_a == losses_b  # every loss of every iteration, exactly

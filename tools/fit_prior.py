@@ -24,6 +24,13 @@ from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
 from mmdet_pu.prior.fit import DEFAULT_FACTORS, fit_prior, format_summary
 
 
+def odds_factor(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f'{text}: expected values > 0')
+    return value
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='Fit the class prior of a config to its data (<= 3 trainings)',
@@ -31,20 +38,19 @@ def parse_args(argv=None):
     parser.add_argument('config', help='a PU config (binary or multi-class; Faster '
                         'R-CNN, Cascade R-CNN or a dense detector)')
     parser.add_argument('--work-dir', help='default: work_dirs/<config name>_fit_prior')
-    parser.add_argument('--factors', type=float, nargs='+', default=list(DEFAULT_FACTORS),
+    parser.add_argument('--factors', type=odds_factor, nargs='+',
+                        default=list(DEFAULT_FACTORS),
                         help='odds factors on the estimated shares, one training each '
                         f'(default: {" ".join(map(str, DEFAULT_FACTORS))})')
     parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
-    parser.add_argument('--jobs', type=int, default=1,
-                        help='trainings side by side (each gets cores/jobs threads)')
     parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='passed to every training, test and estimate')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='trainings side by side (each gets cores/jobs threads)')
     args = parser.parse_args(argv)
     if not osp.isfile(args.config):
         parser.error(f'config {args.config} not found')
     check_run_arguments(parser, args.jobs, args.cfg_options, factors=args.factors)
-    if any(not f > 0 for f in args.factors):
-        parser.error(f'--factors {args.factors}: expected values > 0')
     args.work_dir = args.work_dir or default_work_dir(args.config, '_fit_prior')
     return args
 

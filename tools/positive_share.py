@@ -35,11 +35,11 @@ def parse_args(argv=None):
         description='Share of cells among the samples of each classification loss',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument('config', help='experiment config file (with its deletion)')
-    parser.add_argument('--checkpoint', help='trained weights (default: random init)')
     parser.add_argument('--num-images', type=int, metavar='N',
                         help='training images to measure, drawn at random (default: all)')
     parser.add_argument('--batch-size', type=int, metavar='B',
                         help='images per batch (default: the training batch size)')
+    parser.add_argument('--checkpoint', help='trained weights (default: random init)')
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the image draw and the samplers (default: 0)')
     parser.add_argument('--device', default='cpu', help='cpu or cuda (default: cpu)')

@@ -11,17 +11,15 @@ from typing import List, Optional
 
 import numpy as np
 import torch
-from mmengine.registry import init_default_scope
-from mmengine.runner import load_checkpoint
 
-from mmdet.registry import DATASETS, MODELS
+from mmdet.registry import DATASETS
 from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
 from mmdet_pu.launch import load_config
 from .estimate_file import build_report
 from .estimation import estimate_priors
 from .keys import detector_kind, prior_hook_index, stage_prior_keys
 from .label_frequency import estimate_stages, loss_prior
-from .samples import draw_split, even_indices, split_dataset_config
+from .samples import draw_split, even_indices, load_detector_and_split
 
 
 def trained_priors(model) -> dict:
@@ -73,18 +71,10 @@ def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',
     if detector_kind(cfg) != 'two_stage':
         return estimate_stages(config, checkpoint, split, num_images, score_thr, oracle,
                                seed, device, cfg_options)
-    init_default_scope(cfg.get('default_scope', 'mmdet'))
     keys = stage_prior_keys(cfg, config)
-    dataset_cfg = split_dataset_config(cfg, split, config_file=config)
-    complete_cfg = split_dataset_config(cfg, split, complete=True,
-                                        config_file=config) if oracle else None
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
-
-    model = MODELS.build(cfg.model)
-    load_checkpoint(model, checkpoint, map_location='cpu')
-    model = model.to(device).eval()
-    dataset = DATASETS.build(dataset_cfg)
-    complete = DATASETS.build(complete_cfg) if complete_cfg is not None else None
+    model, dataset, complete = load_detector_and_split(cfg, config, checkpoint, split,
+                                                       oracle, device)
     classes = list(dataset.metainfo['classes'])
     num_classes = model.roi_head.bbox_head.num_classes
     if len(classes) != num_classes:

@@ -26,18 +26,15 @@ from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from mmengine.registry import init_default_scope
-from mmengine.runner import load_checkpoint
 from mmengine.structures import InstanceData
 
-from mmdet.registry import DATASETS, MODELS
 from mmdet.structures.bbox import get_box_tensor
 from mmdet_pu.launch import load_config
 from .estimate_file import build_stage_report
 from .keys import PU_LOSSES, detector_kind, loss_prior_key
 from .positive_share import count_positive_sets
-from .samples import (class_counts, even_indices, pseudo_complete_cells, split_batches,
-                      split_dataset_config)
+from .samples import (class_counts, even_indices, load_detector_and_split,
+                      pseudo_complete_cells, split_batches)
 
 
 class StageCounts(NamedTuple):
@@ -140,17 +137,9 @@ def estimate_stages(config: str, checkpoint: str, split: str = 'train',
             loss, or other classes than the dataset.
     """
     cfg = load_config(config, cfg_options)
-    init_default_scope(cfg.get('default_scope', 'mmdet'))
-    dataset_cfg = split_dataset_config(cfg, split, config_file=config)
-    complete_cfg = split_dataset_config(cfg, split, complete=True,
-                                        config_file=config) if oracle else None
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
-
-    model = MODELS.build(cfg.model)
-    load_checkpoint(model, checkpoint, map_location='cpu')
-    model = model.to(device).eval()
-    dataset = DATASETS.build(dataset_cfg)
-    complete = DATASETS.build(complete_cfg) if complete_cfg is not None else None
+    model, dataset, complete = load_detector_and_split(cfg, config, checkpoint, split,
+                                                       oracle, device)
     classes = list(dataset.metainfo['classes'])
     indices = even_indices(len(dataset), num_images)
 

@@ -31,16 +31,36 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.dataset import pseudo_collate
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
 from mmengine.structures import InstanceData
 from torch import Tensor
 
 from mmdet.models.task_modules.prior_generators import anchor_inside_flags
 from mmdet.models.utils import unpack_gt_instances
+from mmdet.registry import DATASETS, MODELS
 from mmdet.structures.bbox import bbox2roi, get_box_tensor
 
 from mmdet_pu.models.losses.pu_loss import cross_entropy_terms
 from .estimation import ImageSamples, pseudo_complete
 from .keys import type_name
+
+
+def load_detector_and_split(cfg, config: str, checkpoint: str, split: str, oracle: bool,
+                            device: str):
+    """``(model, dataset, complete)``: the detector of ``checkpoint`` in eval mode on
+    ``device``, the ``split`` of ``cfg`` (:func:`split_dataset_config`, the config's
+    deletion applied) and, with ``oracle``, the same images with their complete labels
+    (else None)."""
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    dataset_cfg = split_dataset_config(cfg, split, config_file=config)
+    complete_cfg = split_dataset_config(cfg, split, complete=True,
+                                        config_file=config) if oracle else None
+    model = MODELS.build(cfg.model)
+    load_checkpoint(model, checkpoint, map_location='cpu')
+    dataset = DATASETS.build(dataset_cfg)
+    complete = DATASETS.build(complete_cfg) if complete_cfg is not None else None
+    return model.to(device).eval(), dataset, complete
 
 
 def _cells(instances: InstanceData):

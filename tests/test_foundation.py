@@ -33,12 +33,14 @@ from mmdet.registry import DATASETS, HOOKS, LOOPS, METRICS, MODELS
 from mmdet_pu.registry import DELETION_SCHEMES
 expected = {
     MODELS: ['PULoss', 'MultiPULoss', 'PURPNHead', 'BDERPNHead', 'BDEShared2FCBBoxHead',
-             'VGG16', 'RoIFocalLoss'],
+             'VGG16', 'RoIFocalLoss', 'FocalPULoss', 'QualityFocalPULoss',
+             'BackgroundRecalibrationLoss', 'PURetinaHead', 'PUATSSHead', 'PUFCOSHead',
+             'PUGFLHead', 'PURTMDetHead', 'PURTMDetSepBNHead'],
     HOOKS: ['PriorUpdateHook', 'CellOverlayHook'],
     LOOPS: ['TiledTestLoop', 'TiledValLoop'],
     DATASETS: ['CellCocoDataset'],
     METRICS: ['CellDetMetric'],
-    DELETION_SCHEMES: ['KeepPerPatch', 'CapPerClass'],
+    DELETION_SCHEMES: ['KeepPerPatch', 'CapPerClass', 'KeepRegion'],
 }
 for registry, names in expected.items():
     for name in names:

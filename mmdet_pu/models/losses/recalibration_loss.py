@@ -79,15 +79,13 @@ class BackgroundRecalibrationLoss(nn.Module):
         if not use_sigmoid:
             raise ValueError('BackgroundRecalibrationLoss: use_sigmoid must be True '
                              '(a sigmoid head with one logit per class)')
+        self.use_sigmoid = use_sigmoid
         if not 0 <= confusion_thr < 1:
             raise ValueError(f'BackgroundRecalibrationLoss: confusion_thr must be in '
                              f'[0, 1), got {confusion_thr}')
-        self.use_sigmoid = use_sigmoid
-        self.gamma = gamma
-        self.alpha = alpha
         self.confusion_thr = confusion_thr
-        self.reduction = reduction
-        self.loss_weight = loss_weight
+        self.gamma, self.alpha = gamma, alpha
+        self.reduction, self.loss_weight = reduction, loss_weight
 
     def forward(self, pred: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                 avg_factor: Optional[float] = None,

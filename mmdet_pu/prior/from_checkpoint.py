@@ -68,11 +68,11 @@ def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',
         :func:`~.label_frequency.estimate_stages`'s.
     """
     cfg = load_config(config, cfg_options)
-    if detector_kind(cfg) != 'two_stage':
-        return estimate_stages(config, checkpoint, split, num_images, score_thr, oracle,
-                               seed, device, cfg_options)
-    keys = stage_prior_keys(cfg, config)
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    if detector_kind(cfg) != 'two_stage':
+        return estimate_stages(cfg, config, checkpoint, split, num_images, score_thr,
+                               oracle, seed, device)
+    keys = stage_prior_keys(cfg, config)
     model, dataset, complete = load_detector_and_split(cfg, config, checkpoint, split,
                                                        oracle, device)
     classes = list(dataset.metainfo['classes'])

@@ -29,7 +29,6 @@ import torch
 from mmengine.structures import InstanceData
 
 from mmdet.structures.bbox import get_box_tensor
-from mmdet_pu.launch import load_config
 from .estimate_file import build_stage_report
 from .keys import PU_LOSSES, detector_kind, loss_prior_key
 from .positive_share import count_positive_sets
@@ -123,21 +122,18 @@ def count_stages(model, batches: Iterable[Tuple[dict, Sequence[InstanceData],
                        cells['pseudo'], cells['complete'] if oracle else None)
 
 
-def estimate_stages(config: str, checkpoint: str, split: str = 'train',
+def estimate_stages(cfg, config: str, checkpoint: str, split: str = 'train',
                     num_images: Optional[int] = None, score_thr: float = 0.5,
-                    oracle: bool = False, seed: int = 0, device: Optional[str] = None,
-                    cfg_options=None) -> dict:
+                    oracle: bool = False, seed: int = 0, device: str = 'cpu') -> dict:
     """The estimate report (:func:`~.estimate_file.build_stage_report`) of the priors of
-    a dense or cascade ``config``, from ``checkpoint`` (a detector of that config trained
-    with a provisional prior). The arguments are
+    a dense or cascade ``config`` (loaded as ``cfg``), from ``checkpoint`` (a detector of
+    that config trained with a provisional prior). The other arguments are
     :func:`~.from_checkpoint.estimate_from_checkpoint`'s.
 
     Raises:
         ValueError: the model has no stage with an assigner and a sampler (FCOS), no PU
             loss, or other classes than the dataset.
     """
-    cfg = load_config(config, cfg_options)
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     model, dataset, complete = load_detector_and_split(cfg, config, checkpoint, split,
                                                        oracle, device)
     classes = list(dataset.metainfo['classes'])

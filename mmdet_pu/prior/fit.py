@@ -175,18 +175,18 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
 
-    def roi_prior(row):
+    def stage_prior(row):
         value = row['priors'][stage]
         return value[0] if isinstance(value, list) else value
 
-    rows = sorted(rows, key=roi_prior)
-    x = [roi_prior(row) for row in rows]
+    rows = sorted(rows, key=stage_prior)
+    x = [stage_prior(row) for row in rows]
     ax.plot(x, [row['pu_criterion'] for row in rows], 'o-', label="Lee & Liu's criterion")
     ax.plot(x, [row['val_recall'] for row in rows], 's--', label='validation recall')
     share = shares[stage]
     ax.axvline(share[0] if isinstance(share, list) else share, color='grey', lw=1,
                label='estimated share')
-    ax.plot([roi_prior(chosen)], [chosen['pu_criterion']], '*', ms=16, color='crimson',
+    ax.plot([stage_prior(chosen)], [chosen['pu_criterion']], '*', ms=16, color='crimson',
             label=f'chosen: {chosen["name"]}')
     for xi, row in zip(x, rows):
         ax.annotate(row['name'], (xi, row['pu_criterion']), textcoords='offset points',

@@ -2,8 +2,9 @@
 
 Usage::
 
-    python data_prep/prepare.py {mitos14,crchisto,tupac,nucls,synthetic,qupath} \\
+    python data_prep/prepare.py {mitos14,crchisto,tupac,nucls,mnfinder,synthetic,qupath} \\
         --src RAW_DIR --out OUT_DIR [dataset options]
+    python data_prep/prepare.py masks --images DIR --masks DIR --out OUT_DIR [options]
 
 ``python data_prep/prepare.py <dataset> -h`` lists the options of one dataset. Each
 dataset is a module ``data_prep/<dataset>.py`` with ``add_arguments(parser)`` and
@@ -34,10 +35,18 @@ DATASETS = {
     'crchisto': ('data_prep.crchisto', 'CRCHistoPhenotypes nuclei (binary, points)'),
     'tupac': ('data_prep.tupac', 'TUPAC16 auxiliary mitoses, cases 01-23 (binary, points)'),
     'nucls': ('data_prep.nucls', 'NuCLS tumor/lymphocyte/stromal (multi-class, boxes)'),
+    'mnfinder': ('data_prep.mnfinder', 'mnfinder real fluorescence nuclei, folds hold out '
+                                       'cell lines / microscopes (binary, masks)'),
+    'masks': ('data_prep.masks', 'any images + instance label images (binary, masks; '
+                                 '--images and --masks instead of --src)'),
     'synthetic': ('data_prep.synthetic', 'generated H&E-like images (no raw data)'),
     'qupath': ('data_prep.qupath', 'your own images/slides + QuPath GeoJSON or CSV points '
                                    '(partial annotations)'),
 }
+
+
+#: Converters that read their input from other options than ``--src``.
+WITHOUT_SRC = ('masks', )
 
 
 def _load(name):
@@ -60,8 +69,9 @@ def build_parser(argv):
     chosen = next((a for a in argv if a in DATASETS), None)
     for name, (_, help_text) in DATASETS.items():
         sub = subparsers.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument('--src', type=Path, required=name != 'synthetic',
-                         help='raw dataset directory (only read)')
+        if name not in WITHOUT_SRC:
+            sub.add_argument('--src', type=Path, required=name != 'synthetic',
+                             help='raw dataset directory (only read)')
         sub.add_argument('--out', type=Path, required=True, help='output directory')
         sub.add_argument('--overwrite', action='store_true',
                          help='replace an existing output directory')
@@ -91,7 +101,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    if args.src is not None and not args.src.is_dir():
+    if getattr(args, 'src', None) is not None and not args.src.is_dir():
         parser.error(f'--src {args.src}: no such directory')
     summary = _load(args.dataset).prepare(args)
     print(f'{args.dataset} written to {args.out}')

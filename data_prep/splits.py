@@ -12,6 +12,7 @@ there are enough groups (3 groups at 4:1:1 round to 2:0:1), each empty split get
 group, taken from the largest one (3 groups split 1:1:1), with a warning that gives the
 split used.
 """
+import re
 import warnings
 
 import numpy as np
@@ -108,3 +109,50 @@ def _split_sizes(n, ratios, n_folds):
                       f'least one group ({n - val} groups in {n_folds} test folds)',
                       stacklevel=3)
     return val, None
+
+
+def split_by_patterns(groups, val_pattern, test_patterns):
+    """Folds given by regular expressions on the group keys (held-out sets).
+
+    Fold ``k`` tests on the groups that ``test_patterns[k]`` matches (``re.search``),
+    validates on the other groups that ``val_pattern`` matches and trains on the rest:
+    a fold's test images come from groups its training never saw, e.g. a cell line or a
+    microscope held out.
+
+    Returns:
+        the dict of :func:`split_groups` (``folds`` with ``train``, ``val`` and ``test``
+        per fold, ``assignment``), with ``val_pattern`` and ``test_patterns`` in place
+        of ``seed`` and ``ratios``.
+
+    Raises:
+        ValueError: an invalid expression, or a fold left without train, val or test
+            groups (the message names the fold and its expressions).
+    """
+    unique = sorted(set(map(str, groups)))
+    val_re = compile_pattern(val_pattern, 'validation')
+    folds = []
+    for k, pattern in enumerate(test_patterns):
+        test_re = compile_pattern(pattern, f'fold {k} test')
+        test = [g for g in unique if test_re.search(g)]
+        val = [g for g in unique if g not in test and val_re.search(g)]
+        train = [g for g in unique if g not in test and g not in val]
+        for split, members in (('test', test), ('val', val), ('train', train)):
+            if not members:
+                raise ValueError(f'fold {k} (test {pattern!r}, validation {val_pattern!r}) '
+                                 f'has no {split} group among {unique}')
+        folds.append(dict(train=train, val=val, test=test))
+    if not folds:
+        raise ValueError('give at least one test pattern (one fold each)')
+    assignment = {group: [next(split for split in SPLITS if group in fold[split])
+                          for fold in folds] for group in unique}
+    return dict(val_pattern=val_pattern, test_patterns=list(test_patterns),
+                n_folds=len(folds), folds=folds, assignment=assignment)
+
+
+def compile_pattern(pattern, what):
+    """``re.compile(pattern)``; a ValueError naming ``what`` if it is invalid."""
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f'{what} {pattern!r} is not a valid regular expression '
+                         f'({err})') from None

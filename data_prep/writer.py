@@ -256,7 +256,8 @@ def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size
         box_size: box side for point annotations.
         drop_empty_tiles: leave tiles without cells out (TUPAC).
         overwrite: replace an existing ``out_dir``.
-        src: raw data directory; never written to (``out_dir`` may not overlap it).
+        src: raw data directory, or a list of them; never written to (``out_dir`` may
+            not overlap one).
         total: number of images, for the progress bar.
         progress: show a tqdm progress bar.
 
@@ -271,7 +272,8 @@ def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size
                 for _ in range(n_folds)]
     counts = dict(images=0, tile_images=0, whole_images=0)
     seen = set()
-    with AtomicOutput(out_dir, overwrite=overwrite, protect=[src]) as tmp:
+    protect = src if isinstance(src, (list, tuple)) else [src]
+    with AtomicOutput(out_dir, overwrite=overwrite, protect=protect) as tmp:
         for image in tqdm(images, total=total, desc='images', unit='img',
                           disable=not progress):
             key = (image.source, image.origin)

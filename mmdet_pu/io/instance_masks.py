@@ -1,0 +1,161 @@
+"""Instance label images (one integer id per object, 0 = background) and the intensity
+images they annotate.
+
+* :func:`read_label_image` -- an (H, W) ``int64`` id image from an 8/16/32-bit grey PNG
+  or TIFF, a palette PNG (the palette index is the id), or an RGB(A) image whose ids are
+  packed in named channels (``channels='GB'``: ``id = G * 256 + B``; with an alpha
+  channel, pixels of alpha 0 are background whatever their colour);
+* :func:`instances` -- each id's bounding box, centre point and area;
+* :func:`read_intensity_image` -- an 8-bit RGB view of a grey or colour image of any bit
+  depth (images of more than 8 bits are stretched between two percentiles).
+
+Most public nuclei datasets (MoNuSeg, CoNSeP, PanNuke, Lizard, DSB 2018, mnfinder, ...)
+ship such label images; ``data_prep/prepare.py masks`` converts them.
+"""
+from pathlib import Path
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .tiff import TIFF_SUFFIXES
+
+#: Channel letters of an RGB(A) label image, in array order.
+CHANNELS = 'RGBA'
+#: Default percentiles between which an image of more than 8 bits is stretched to 0..255.
+STRETCH_PERCENTILES = (0.1, 99.9)
+
+
+def _read_array(path: Path) -> np.ndarray:
+    """The pixels of ``path`` as stored: TIFFs through tifffile (first page), other
+    formats through Pillow (a palette image gives its indices)."""
+    try:
+        if path.suffix.lower() in TIFF_SUFFIXES:
+            import tifffile
+            return np.asarray(tifffile.imread(path, key=0))
+        from PIL import Image
+        with Image.open(path) as image:
+            return np.asarray(image)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{path}: image file not found') from None
+    except Exception as err:  # Pillow and tifffile raise many kinds for broken files
+        raise ValueError(f'{path}: cannot be read as an image ({err})') from err
+
+
+def parse_channels(text: Optional[str]) -> Optional[str]:
+    """Validate a channel order such as ``'GB'`` or ``'RGB'`` (most significant byte
+    first); ``None`` stays ``None``."""
+    if text is None:
+        return None
+    order = text.upper()
+    if not order or any(c not in 'RGB' for c in order) or len(set(order)) != len(order):
+        raise ValueError(f'channel order {text!r}: expected distinct letters of R, G, B, '
+                         'most significant byte first (e.g. GB for id = G * 256 + B)')
+    return order
+
+
+def read_label_image(path, channels: Optional[str] = None) -> np.ndarray:
+    """The (H, W) ``int64`` instance ids of a label image (0 = background).
+
+    Args:
+        path: PNG or TIFF label image.
+        channels: for an RGB(A) label image, the channels holding the id, most
+            significant byte first (``'GB'``: ``id = G * 256 + B``); required for RGB(A)
+            images, refused for grey ones.
+
+    Raises:
+        ValueError: an unreadable file, negative or non-integer ids, an RGB(A) image
+            without ``channels`` (or ``channels`` on a grey image).
+    """
+    path = Path(path)
+    array = _read_array(path)
+    order = parse_channels(channels)
+    if array.ndim == 2:
+        if order is not None:
+            raise ValueError(f'{path}: a grey label image (one channel), but ids packed in '
+                             f'channels {order} were asked for; leave the channel option '
+                             'out for grey label images')
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f'{path}: label image of {array.dtype} values; expected '
+                             'integer ids (8, 16 or 32 bits)')
+        ids = array.astype(np.int64)
+        if ids.min(initial=0) < 0:
+            raise ValueError(f'{path}: negative id {ids.min()}; expected ids >= 0 '
+                             '(0 = background)')
+        return ids
+    if array.ndim != 3 or array.shape[2] not in (3, 4):
+        raise ValueError(f'{path}: label image of shape {array.shape}; expected (H, W) '
+                         'ids or (H, W, 3|4) RGB(A) with packed ids')
+    if order is None:
+        raise ValueError(f'{path}: an RGB{"A" if array.shape[2] == 4 else ""} label '
+                         'image; say which channels hold the id, most significant byte '
+                         'first (e.g. --rgb-ids GB for id = G * 256 + B)')
+    if array.dtype != np.uint8:
+        raise ValueError(f'{path}: RGB label image of {array.dtype}; packed ids need '
+                         '8-bit channels')
+    ids = np.zeros(array.shape[:2], dtype=np.int64)
+    for letter in order:
+        ids = ids * 256 + array[..., CHANNELS.index(letter)]
+    if array.shape[2] == 4:
+        ids[array[..., 3] == 0] = 0
+    return ids
+
+
+def instances(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(labels, boxes, centres, areas)`` of every non-zero id, in increasing id order.
+
+    ``boxes`` are ``[x, y, w, h]`` over all pixels of the id (an id in several pieces is
+    one instance, as the label image says), ``centres`` the mean pixel centre ``(x, y)``
+    clipped into the box, ``areas`` pixel counts. Touching instances keep their own ids.
+    """
+    flat = ids.ravel()
+    labels, inverse, areas = np.unique(flat, return_inverse=True, return_counts=True)
+    keep = labels != 0
+    n = len(labels)
+    rows, cols = np.divmod(np.arange(flat.size), ids.shape[1])
+    x1 = np.full(n, np.inf)
+    y1 = np.full(n, np.inf)
+    x2 = np.full(n, -np.inf)
+    y2 = np.full(n, -np.inf)
+    np.minimum.at(x1, inverse, cols)
+    np.minimum.at(y1, inverse, rows)
+    np.maximum.at(x2, inverse, cols + 1)
+    np.maximum.at(y2, inverse, rows + 1)
+    cx = np.bincount(inverse, weights=cols + 0.5, minlength=n) / areas
+    cy = np.bincount(inverse, weights=rows + 0.5, minlength=n) / areas
+    boxes = np.stack([x1, y1, x2 - x1, y2 - y1], axis=1)[keep]
+    centres = np.stack([np.clip(cx, x1, x2 - 1e-3), np.clip(cy, y1, y2 - 1e-3)],
+                       axis=1)[keep]
+    return labels[keep], boxes, centres, areas[keep]
+
+
+def to_uint8(array: np.ndarray, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
+    """``array`` as ``uint8``: unchanged when already 8-bit, else stretched linearly so
+    that the ``percentiles`` (low, high) of its values map to 0 and 255 (clipped)."""
+    if array.dtype == np.uint8:
+        return array
+    values = array.astype(np.float64)
+    low, high = np.percentile(values, percentiles)
+    if not high > low:
+        return np.zeros(array.shape, dtype=np.uint8)
+    scaled = (values - low) * (255.0 / (high - low))
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+
+
+def read_intensity_image(path, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
+    """(H, W, 3) ``uint8`` RGB of a grey or colour image of any bit depth (grey is
+    repeated in the three channels, alpha dropped; see :func:`to_uint8`)."""
+    path = Path(path)
+    array = _read_array(path)
+    if array.ndim == 3 and array.shape[2] in (3, 4):
+        array = array[..., :3]
+    elif array.ndim != 2:
+        raise ValueError(f'{path}: image of shape {array.shape}; expected a grey (H, W) '
+                         'or colour (H, W, 3|4) image')
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer)
+                                   or np.issubdtype(array.dtype, np.floating)):
+        raise ValueError(f'{path}: image of {array.dtype} values; expected integers or '
+                         'floats')
+    array = to_uint8(array, percentiles)
+    if array.ndim == 2:
+        array = np.repeat(array[..., None], 3, axis=2)
+    return np.ascontiguousarray(array)

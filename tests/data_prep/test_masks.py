@@ -1,0 +1,241 @@
+"""Instance label images -> COCO (``prepare.py masks`` and the ``mnfinder`` preset) on
+small generated label images with known instances."""
+import numpy as np
+import pytest
+import tifffile
+from PIL import Image
+
+from data_prep.prepare import main
+from mmdet_pu.io.instance_masks import (instances, read_intensity_image,
+                                        read_label_image)
+from tests.data_prep.raw_fixtures import load_coco, tree_state
+
+SIZE = (96, 80)  # width, height
+
+
+def label_image(rng, n=6, size=SIZE, touching=True):
+    """(H, W) int ids of ``n`` rectangles (two touching ones when ``touching``) and
+    their boxes ``{id: [x, y, w, h]}``."""
+    width, height = size
+    ids = np.zeros((height, width), np.int64)
+    boxes = {}
+    for k in range(1, n + 1):
+        w, h = rng.integers(6, 14, size=2)
+        x, y = rng.integers(0, width - w), rng.integers(0, height - h)
+        ids[y:y + h, x:x + w] = k
+        boxes[k] = None
+    if touching:  # two instances sharing an edge keep their ids
+        ids[2:10, 2:8] = n + 1
+        ids[2:10, 8:14] = n + 2
+    for k in np.unique(ids)[1:]:
+        ys, xs = np.nonzero(ids == k)
+        boxes[int(k)] = [xs.min(), ys.min(), xs.max() + 1 - xs.min(), ys.max() + 1 - ys.min()]
+    return ids, {k: b for k, b in boxes.items() if b is not None}
+
+
+def write_pair(images, masks, stem, ids, mode='uint16', image_suffix='.tif'):
+    """A 16-bit (or 8-bit) grey image with bright instances and its label image."""
+    images.mkdir(parents=True, exist_ok=True)
+    masks.mkdir(parents=True, exist_ok=True)
+    intensity = (1000 + 3000 * (ids > 0)).astype(np.uint16)
+    if image_suffix == '.tif':
+        tifffile.imwrite(images / f'{stem}.tif', intensity)
+    else:
+        Image.fromarray((intensity // 16).astype(np.uint8)).save(images / f'{stem}.png')
+    if mode == 'uint16':
+        Image.fromarray(ids.astype(np.uint16)).save(masks / f'{stem}.png')
+    elif mode == 'int32-tif':
+        tifffile.imwrite(masks / f'{stem}.tif', ids.astype(np.int32))
+    elif mode == 'rgba-gb':
+        rgba = np.zeros((*ids.shape, 4), np.uint8)
+        rgba[..., 0] = 255
+        rgba[..., 1] = ids // 256
+        rgba[..., 2] = ids % 256
+        rgba[..., 3] = np.where(ids > 0, 255, 0)
+        Image.fromarray(rgba, 'RGBA').save(masks / f'{stem}.png')
+
+
+@pytest.fixture(scope='module')
+def raw(tmp_path_factory):
+    root = tmp_path_factory.mktemp('masks_raw')
+    rng = np.random.default_rng(0)
+    truth = {}
+    for i, group in enumerate(['a', 'a', 'b', 'b', 'c', 'c']):
+        ids, boxes = label_image(rng)
+        ids[ids > 0] += 300 * i  # ids above 255: 16-bit
+        boxes = {k + 300 * i: b for k, b in boxes.items()}
+        write_pair(root / 'images' / group, root / 'masks' / group, f'im{i}', ids)
+        truth[f'{group}/im{i}.tif'] = boxes
+    empty = np.zeros(SIZE[::-1], np.int64)
+    write_pair(root / 'images' / 'c', root / 'masks' / 'c', 'empty', empty)
+    truth['c/empty.tif'] = {}
+    return root, truth
+
+
+def run_masks(root, out, *options):
+    return main(['masks', '--images', str(root / 'images'), '--masks', str(root / 'masks'),
+                 '--out', str(out), '--no-progress', *map(str, options)])
+
+
+@pytest.fixture(scope='module')
+def converted(raw, tmp_path_factory):
+    root, truth = raw
+    before = tree_state(root)
+    out = tmp_path_factory.mktemp('masks_out') / 'out'
+    summary = run_masks(root, out, '--tile', 0, '--group-regex', r'^(\w)/',
+                        '--val-regex', '^b$', '--test-regex', '^c$', '--test-regex', '^a$')
+    assert tree_state(root) == before, 'the raw directories were modified'
+    return root, truth, out, summary
+
+
+def test_every_instance_becomes_its_box_and_centre(converted):
+    _, truth, out, summary = converted
+    found = {}
+    for split in ('train', 'val', 'test'):
+        images, anns, classes = load_coco(out, split)
+        assert classes == ['nucleus']
+        for ann in anns:
+            found.setdefault(images[ann['image_id']]['source'], []).append(ann)
+    assert summary['raw'] == dict(images=7, instances=sum(map(len, truth.values())),
+                                  empty_masks=1)
+    for source, boxes in truth.items():
+        anns = found.get(source, [])
+        assert sorted(a['bbox'] for a in anns) == sorted(
+            [float(v) for v in b] for b in boxes.values())
+        for ann in anns:  # the centre point lies in the box
+            x, y, w, h = ann['bbox']
+            assert x <= ann['point'][0] < x + w and y <= ann['point'][1] < y + h
+
+
+def test_held_out_folds_follow_the_patterns(converted):
+    _, _, out, _ = converted
+    sources = {}
+    for fold in (0, 1):
+        for split in ('train', 'val', 'test'):
+            images, _, _ = load_coco(out, split, fold)
+            sources[fold, split] = {im['source'].split('/')[0] for im in images.values()}
+    assert sources[0, 'test'] == {'c'} and sources[0, 'val'] == {'b'}
+    assert sources[0, 'train'] == {'a'}
+    assert sources[1, 'test'] == {'a'} and sources[1, 'train'] == {'c'}
+
+
+def test_empty_label_image_gives_an_image_without_cells(converted):
+    _, _, out, _ = converted
+    images, anns, _ = load_coco(out, 'test')
+    empty = [i for i, im in images.items() if im['source'] == 'c/empty.tif']
+    assert len(empty) == 1 and not [a for a in anns if a['image_id'] == empty[0]]
+
+
+def test_sixteen_bit_images_are_stretched_to_eight_bits(converted):
+    root, _, out, _ = converted
+    pixels = read_intensity_image(root / 'images' / 'a' / 'im0.tif')
+    assert pixels.dtype == np.uint8 and pixels.shape == (SIZE[1], SIZE[0], 3)
+    assert pixels.min() == 0 and pixels.max() == 255
+
+
+def test_instance_cut_by_a_tile_edge_belongs_to_the_tile_of_its_centre(tmp_path):
+    ids = np.zeros((64, 64), np.int64)
+    ids[10:20, 26:38] = 1  # straddles x = 32, centre x = 32.0: right tile
+    ids[40:50, 24:34] = 2  # centre x = 29.0: left tile, clipped at x = 32
+    for group in 'abc':
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids)
+    run_masks(tmp_path, tmp_path / 'out', '--tile', 32, '--group-regex', r'^(\w)/')
+    boxes = {}
+    for split in ('train', 'val', 'test'):
+        images, anns, _ = load_coco(tmp_path / 'out', split)
+        for ann in anns:
+            image = images[ann['image_id']]
+            boxes.setdefault(image['source'], []).append(
+                ((image['x0'], image['y0']), ann['bbox']))
+    for cells in boxes.values():
+        assert sorted(cells) == [((0, 32), [24.0, 8.0, 8.0, 10.0]),
+                                 ((32, 0), [0.0, 10.0, 6.0, 10.0])]
+
+
+@pytest.mark.parametrize('mode, options', [('int32-tif', []), ('rgba-gb', ['--rgb-ids', 'GB'])])
+def test_label_image_encodings(tmp_path, mode, options):
+    rng = np.random.default_rng(1)
+    ids, boxes = label_image(rng, n=5)
+    ids[ids > 0] += 70000 if mode == 'int32-tif' else 500  # beyond 16 / 8 bits
+    for group in 'abc':
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids, mode)
+    summary = run_masks(tmp_path, tmp_path / 'out', '--tile', 0, '--group-regex',
+                        r'^(\w)/', *options)
+    assert summary['raw']['instances'] == 3 * len(boxes)
+
+
+def test_rgb_label_image_without_channel_order_is_an_error(tmp_path):
+    ids, _ = label_image(np.random.default_rng(2))
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids, 'rgba-gb')
+    with pytest.raises(ValueError, match=r'im\.png: an RGBA label image.*--rgb-ids GB'):
+        read_label_image(tmp_path / 'masks' / 'im.png')
+    assert read_label_image(tmp_path / 'masks' / 'im.png', 'GB').max() == ids.max()
+
+
+def test_mask_of_another_size_is_an_error_naming_both_files(tmp_path):
+    ids, _ = label_image(np.random.default_rng(3))
+    for group in 'abc':
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids)
+    Image.fromarray(ids[:-4].astype(np.uint16)).save(tmp_path / 'masks' / 'b' / 'im.png')
+    with pytest.raises(ValueError, match=r'masks/b/im\.png is 96x76 but its image '
+                                         r'.*images/b/im\.tif is 96x80'):
+        run_masks(tmp_path, tmp_path / 'out', '--group-regex', r'^(\w)/')
+    assert not (tmp_path / 'out').exists()  # nothing half-written
+
+
+def test_image_without_label_image_and_ambiguous_stems_are_errors(tmp_path):
+    ids, _ = label_image(np.random.default_rng(4))
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids)
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids, image_suffix='.png')
+    with pytest.raises(ValueError, match='two images for im: .*--image-suffix'):
+        run_masks(tmp_path, tmp_path / 'out')
+    (tmp_path / 'masks' / 'im.png').unlink()
+    with pytest.raises(ValueError, match=r'im\.tif: no label image; expected .*masks/im'):
+        run_masks(tmp_path, tmp_path / 'out', '--image-suffix', '.tif')
+
+
+def test_pieces_of_one_id_are_one_instance_and_touching_ids_two():
+    ids = np.zeros((20, 20), np.int64)
+    ids[0:4, 0:4] = 3
+    ids[10:12, 10:14] = 3  # a second piece of id 3
+    ids[5:8, 0:3] = 4
+    ids[5:8, 3:6] = 5  # touches id 4
+    labels, boxes, centres, areas = instances(ids)
+    assert labels.tolist() == [3, 4, 5]
+    assert boxes.tolist() == [[0, 0, 14, 12], [0, 5, 3, 3], [3, 5, 3, 3]]
+    assert areas.tolist() == [24, 9, 9]
+    assert centres[1].tolist() == [1.5, 6.5]
+
+
+def make_mnfinder(root):
+    """A miniature of the unzipped wheel: three sets over the three split folders."""
+    rng = np.random.default_rng(5)
+    sets = {'training-data': ['2022-03-18_RPE1', '2022-10-14_U2OS', '2023-05-31_misc'],
+            'validation-data': ['2022-05-26_RPE1', '2022-10-14_U2OS', '2023-05-31_misc'],
+            'test-data': ['2022-10-14_U2OS', '2023-05-31_misc']}
+    n = 0
+    for split, names in sets.items():
+        for name in names:
+            ids, boxes = label_image(rng, size=(160, 144))
+            folder = root / 'mnfinder' / split / name
+            write_pair(folder / 'images', folder / 'nucleus_masks', '1', ids, 'rgba-gb',
+                       image_suffix='.png')
+            n += len(boxes)
+    return n
+
+
+def test_mnfinder_preset_holds_out_whole_sets(tmp_path):
+    n = make_mnfinder(tmp_path / 'raw')
+    out = tmp_path / 'out'
+    summary = main(['mnfinder', '--src', str(tmp_path / 'raw'), '--out', str(out),
+                    '--no-progress'])
+    assert summary['raw']['instances'] == n and len(summary['folds']) == 3
+    for fold, held_out in enumerate(['U2OS', 'misc', 'RPE1']):
+        test = {im['source'] for im in load_coco(out, 'test', fold)[0].values()}
+        train = {im['source'] for im in load_coco(out, 'train', fold)[0].values()}
+        val = {im['source'] for im in load_coco(out, 'val', fold)[0].values()}
+        assert test and all(held_out in s for s in test)
+        assert not any(held_out in s for s in train | val)
+        assert val and all(s.startswith('validation-data/') for s in val)
+    tile = next(iter(load_coco(out, 'train', 0)[0].values()))
+    assert (tile['width'], tile['height']) == (160, 144)  # smaller than a 256 px tile

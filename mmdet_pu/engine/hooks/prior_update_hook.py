@@ -105,95 +105,32 @@ def _behaves_as_in_eval(module: nn.Module) -> bool:
 
 @HOOKS.register_module()
 class PriorUpdateHook(Hook):
-    """Update the class priors of the multi-class PU loss from the current detector.
+    """Update the class priors of the multi-class PU loss from the current detector
+    (paper Section 2.3; docs/method.md#the-prior-update-hook).
 
-    For every training batch, before the gradient step, the current detector is run in
-    inference mode on the batch images and the post-NMS detections with score
-    ``>= score_thr`` are counted per class, ``N_m``. With ``pi_1`` the prior of the
-    anchor class (a fixed hyperparameter), the priors become (paper Section 2.3)::
+    Before every training step the detector, in inference mode, counts its detections
+    on the batch per class with score >= ``score_thr``, N_m, and with pi_1 the prior of
+    the anchor class the priors of every :class:`MultiPULoss` become::
 
         pi_m = pi_1 * N_m / N_1    (m != anchor),    pi_anchor = pi_1
 
-    and are copied into the ``priors`` buffer of every :class:`MultiPULoss` in the model
-    (the RoI head). Every binary :class:`PULoss` in the model (the class-agnostic RPN)
-    receives the total positive prior ``sum_m pi_m`` (docs/method.md#multi-class-pu-risk), unless
-    ``update_rpn_prior=False``: then it keeps its configured prior, a per-stage prior
-    (the RPN samples anchors at random over the whole image, where unannotated cells
-    are much rarer than among the RoIs; docs/experiments.md, "Per-stage priors").
-    Details:
-
-    * ``N_1 = 0``: the previous priors are kept (the ratio is undefined).
-    * Smoothing (``smoothing > 0``, our addition): the rule uses running counts,
-      ``N_m <- smoothing * N_m + (1 - smoothing) * N_m(batch)``, instead of one batch's.
-      With a few images per batch, one batch with few anchor-class detections sends
-      every other prior up to the total bound, and a class that then goes undetected
-      for a batch falls to ``min_prior``, where its labeled cells count as background
-      and it may never be detected again (docs/experiments.md, "Smoothing the prior
-      update"). The running counts are saved in checkpoints and restored on resume.
-    * Validity (the losses require ``0 < pi < 1`` and ``sum pi < 1``): a class with
-      ``N_m = 0`` would get ``pi_m = 0``, so each non-anchor prior is raised to at least
-      ``min_prior``; if the total exceeds ``max_total_prior`` the non-anchor priors'
-      excess over ``min_prior`` is scaled down to fit, and a warning is logged once
-      (see :func:`constrain_priors`).
-    * Warm-up: a class that the detector does not detect yet while it detects the
-      anchor class gets ``pi_m = min_prior``; its labeled positives then barely count
-      as positives and push it towards the background, so it may stay undetected. With
-      a randomly initialised detector, start the updates after a warm-up
-      (``begin_iter``); before it the priors keep their configured initial values.
-    * Distributed training: the counts are summed over all ranks before the update, so
-      every rank holds identical priors.
-    * Inference: ``torch.no_grad``, eval mode (BN uses running statistics, dropout is
-      off, the heads use ``model.test_cfg``), the batch as the data loader delivered it
-      (after the training augmentation), preprocessed by the model's
-      ``data_preprocessor`` without batch augmentation, under the optimizer wrapper's
-      context (same precision as the training forward under AMP). Every module's
-      train/eval flag is restored afterwards.
-    * Feature reuse (``reuse_features=True``, two-stage detectors): when the backbone
-      and neck compute the same in training as in eval mode -- no BN in training mode
-      (VGG16 has none, pretrained ResNets use ``norm_eval=True``), no active dropout,
-      no batch augmentation -- the eval-mode backbone forward equals the training one,
-      so the detections are made from the features of the training forward itself (a
-      forward hook on the neck, before the heads compute the losses), which saves the
-      second backbone forward. Otherwise (e.g. a ResNet training its BN statistics)
-      the hook runs the separate inference forward described above. Either way the
-      priors are set before the losses of the batch are computed.
-    * The priors are buffers of the loss modules: checkpoints store them and
-      ``resume`` restores them. ``before_train`` (which runs after resuming) only sets
-      ``pi_anchor = pi_1`` (and, with ``update_rpn_prior``, the RPN prior to the sum),
-      so a fresh run starts from the configured initial priors and a resumed run from
-      the saved ones.
-    * After every iteration the priors used in it are logged through the message hub
-      as ``train/prior_<class name>`` and the RPN prior as ``train/prior_rpn``, so they
-      appear in the text log, ``vis_data/scalars.json`` and TensorBoard.
-
-    ``configs/pu/nucls_mpu.py`` enables this hook as the first custom hook, so
-    ``pi_1`` is set from the command line with
-    ``--cfg-options custom_hooks.0.anchor_prior=0.25``.
+    Every binary :class:`PULoss` (the RPN) receives sum_m pi_m (``update_rpn_prior``).
+    The priors are logged as ``train/prior_<class>`` and ``train/prior_rpn``.
 
     Args:
-        anchor_prior (float): ``pi_1``, the prior of the anchor class, in (0, 1).
-        anchor_class (int | str, optional): Index or name of the anchor class. Defaults
-            to the class with the most annotated instances in the training dataset (as
-            the data loader sees it, i.e. after annotation deletion), counted once in
-            ``before_train``.
-        score_thr (float): Detections with a score below it are not counted.
-            Defaults to 0.5.
-        interval (int): Update every ``interval`` iterations (the priors are logged
-            every iteration). Defaults to 1 (the paper: every batch).
-        begin_iter (int): First iteration at which the priors are updated; before it
-            they keep their configured initial values. Defaults to 0 (the paper).
-        min_prior (float): Lower bound of every non-anchor prior. Defaults to 1e-3.
-        max_total_prior (float): Upper bound of ``sum_m pi_m``, below 1.
-            Defaults to 0.99.
+        anchor_prior (float): pi_1, in (0, ``max_total_prior``).
+        anchor_class (int | str, optional): Index or name of the anchor class.
+            Defaults to the most annotated class of the training dataset.
+        score_thr (float): Detections below it are not counted. Defaults to 0.5.
+        interval (int): Update every ``interval`` iterations. Defaults to 1.
+        begin_iter (int): First iteration updated. Defaults to 0.
+        min_prior (float): Floor of the non-anchor priors. Defaults to 1e-3.
+        max_total_prior (float): Bound of sum_m pi_m, below 1. Defaults to 0.99.
         reuse_features (bool): Detect from the training forward's features when that
-            is equivalent (see above). False always runs a separate forward; set it for
-            backbones with other layers that behave differently in training mode.
-            Defaults to True.
-        update_rpn_prior (bool): Set the binary PU losses' prior to ``sum_m pi_m``
-            (docs/method.md#multi-class-pu-risk). False leaves their configured prior.
-            Defaults to True.
-        smoothing (float): Weight of the past in the running counts, in [0, 1).
-            Defaults to 0: the paper's per-batch counts.
+            is equivalent. Defaults to True.
+        update_rpn_prior (bool): Set the binary PU losses' prior. Defaults to True.
+        smoothing (float): Weight of the past in running counts, in [0, 1).
+            Defaults to 0 (the paper's per-batch counts).
     """
 
     priority = 'NORMAL'

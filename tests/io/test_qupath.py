@@ -1,5 +1,5 @@
 """QuPath GeoJSON reading (every form QuPath 0.2-0.6 writes) and writing
-(mmdet_pu/io/qupath.py).
+(mmdet_pu/io/qupath/).
 
 The conformance tests read the hand-written exports of ``tests/fixtures/qupath/``
 (:data:`tests._qupath_fixtures.FORMS`); each docstring names the qupath-core source
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from mmdet_pu.io.qupath import (AmbiguousClassError, QuPathObject, Region, Skipped,
-                                annotation_role, default_color, export_stem,
+from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathObject, Region,
+                                Skipped, annotation_role, default_color, export_stem,
                                 is_ignored_class, is_region_class, read_geojson,
                                 write_geojson)
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, STYLES, feature, gzip_export,
@@ -167,8 +167,9 @@ def test_planes():
     """``regions/ImagePlane`` (``"plane": {"c", "z", "t"}`` in the geometry, written by
     ``ROITypeAdapter`` when not the default ``z = t = 0``): objects on several planes need
     a choice; the others are skipped."""
-    with pytest.raises(ValueError, match=r'^planes\.geojson: the objects lie on 2 planes '
-                                         r'\(z=0,t=0, z=1,t=0\); choose one'):
+    with pytest.raises(PlaneError, match=r'^planes\.geojson: the objects lie on 2 planes '
+                                         r'\(z=0,t=0, z=1,t=0\); choose one '
+                                         r'\(plane=\(z, t\)\)$'):
         read_form('planes.geojson')
     content = read_form('planes.geojson', plane=(0, 0))
     assert [c.point for c in content.cells] == [(100, 100)] and content.regions == []

@@ -16,7 +16,8 @@
 
 The geometry of regions (points inside, pixel masks, boxes) is :mod:`mmdet_pu.io.geometry`.
 """
-from .classes import annotation_role, default_color, is_ignored_class, is_region_class
+from .classes import (annotation_role, default_color, is_ignored_class, is_region_class,
+                      packed_argb)
 from .naming import (EXPORT_SUFFIXES, STRICT_EXPORT_SUFFIXES, export_stem, find_images,
                      match_exports, qupath_stem)
 from .objects import (AmbiguousClassError, QuPathFile, QuPathObject, Region, Skipped,
@@ -29,6 +30,6 @@ __all__ = [
     'AmbiguousClassError', 'EXPORT_SUFFIXES', 'PlaneError', 'QuPathFile', 'QuPathObject',
     'Region', 'STRICT_EXPORT_SUFFIXES', 'Skipped', 'annotation_role', 'check_first_plane',
     'default_color', 'describe_oversized', 'drop_outside', 'export_stem', 'find_images',
-    'is_ignored_class', 'is_region_class', 'match_exports', 'parse_geojson',
+    'is_ignored_class', 'is_region_class', 'match_exports', 'packed_argb', 'parse_geojson',
     'qupath_stem', 'read_geojson', 'shift', 'write_geojson'
 ]

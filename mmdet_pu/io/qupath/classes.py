@@ -64,6 +64,13 @@ def default_color(name) -> Color:
     return tuple(int(round(255 * c)) for c in colorsys.hsv_to_rgb(hue, 0.75, 0.9))
 
 
+def packed_argb(rgb) -> int:
+    """QuPath's packed colour of ``(r, g, b)`` (``ColorTools.makeRGB``): opaque ARGB as a
+    signed 32-bit integer, e.g. ``(220, 20, 60)`` -> ``-2354116``."""
+    r, g, b = (int(c) for c in rgb)
+    return ((255 << 24) | (r << 16) | (g << 8) | b) - (1 << 32)
+
+
 def split_names(text):
     """``PathClass.fromString``: the names of ``'Tumor: Positive'``, stripped; ``()`` when
     there is none."""

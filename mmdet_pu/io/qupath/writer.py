@@ -3,18 +3,19 @@
 A ``FeatureCollection`` that QuPath 0.4+ imports (*File > Import objects from file*) and
 0.3 reads too (*File > Object data... > Import objects*): per cell a closed ``Polygon``
 ring of its box; ``objectType`` (0.4+) and ``object_type`` (0.3); the classification
-``{"name", "color": [r, g, b]}`` (QuPath 0.4+ needs the colour); ``isLocked: false``; and
-the ``score`` as a measurement list ``[{"name": "score", "value": s}]``, the form every
-version reads.
-Written atomically; :func:`~.reader.read_geojson` gives back the same boxes, labels and
-scores.
+(:func:`classification`) ``{"name", "color": [r, g, b], "colorRGB": <packed>}``, a
+derived class ``Parent: Child`` as ``Child`` with its ``parentClass``; ``isLocked:
+false``; and the ``score`` as a measurement list ``[{"name": "score", "value": s}]``, the
+form every version reads.
+Written atomically; :func:`~.reader.read_geojson` gives back the same boxes, labels,
+scores and colours.
 """
 import json
 import math
 from typing import Mapping, Sequence
 
 from ..atomic import write_atomic
-from .classes import default_color
+from .classes import default_color, packed_argb, split_names
 from .objects import Color, QuPathObject
 
 #: Object types :func:`write_geojson` writes.
@@ -50,12 +51,28 @@ def _feature(cell, index, colors, object_type):
                          'x1 > x0 and y1 > y0')
     properties = dict(objectType=object_type, object_type=object_type)
     if cell.label is not None:
-        color = colors.get(cell.label) or default_color(cell.label)
-        properties['classification'] = dict(name=str(cell.label),
-                                            color=[int(c) for c in color])
+        properties['classification'] = classification(str(cell.label), colors)
     properties['isLocked'] = False
     if cell.score is not None:
         properties['measurements'] = [dict(name='score', value=float(cell.score))]
     ring = [[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]
     return dict(type='Feature', geometry=dict(type='Polygon', coordinates=[ring]),
                 properties=properties)
+
+
+def classification(label, colors) -> dict:
+    """The ``classification`` of class ``label`` that QuPath 0.3 and 0.4+ read with its
+    colour (``colors[label]``, else :func:`~.classes.default_color`).
+
+    ``color`` ``[r, g, b]`` is what 0.4+ writes, ``colorRGB`` (QuPath's packed signed
+    32-bit ARGB, :func:`~.classes.packed_argb`) the field 0.2/0.3 read; with it, 0.4+
+    reads the classification as 0.3 does, as the ``PathClass`` fields ``name``,
+    ``colorRGB`` and ``parentClass``, so a derived class ``'Tumor: Positive'`` is
+    ``Positive`` with the ``parentClass`` ``Tumor`` (in the same form).
+    """
+    *parents, name = split_names(label) or (label, )
+    color = [int(c) for c in colors.get(label) or default_color(label)]
+    result = dict(name=name, color=color, colorRGB=packed_argb(color))
+    if parents:
+        result['parentClass'] = classification(': '.join(parents), colors)
+    return result

@@ -24,8 +24,9 @@ Exports are in QuPath's frame (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_fra
 a slide with ``openslide.bounds-*`` (MIRAX) QuPath's origin is the bounds' corner and
 its image the bounds, so coordinates are shifted by it into level-0 pixels of the file
 (``--frame level0`` for a slide QuPath opened with Bio-Formats or ``--no-crop``); objects
-outside QuPath's image are skipped and reported. Only the first plane (``z = t = 0``) of
-an image is read.
+outside QuPath's image are skipped and reported, and an export whose every region lies
+outside its image is an error that says by how much. Only the first plane (``z = t =
+0``) of an image is read.
 
 Roles (see :func:`mmdet_pu.io.qupath.annotation_role`):
 
@@ -84,6 +85,7 @@ from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
 from data_prep.splits import split_groups
 from data_prep.writer import add_common_arguments, write_dataset
 from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
+from mmdet_pu.io.geometry import box_gap, box_meets_image
 from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathFile, QuPathObject,
                                 check_first_plane, default_color, describe_oversized,
                                 drop_outside, find_images, match_exports, read_geojson,
@@ -178,7 +180,7 @@ def read_exports(src, args, requested, regions):
                 max_cell_size=args.max_cell_size,
                 unclassified_polygons=args.unclassified_polygons, plane=plane,
                 display=display)
-            place_on_image(content, image, display)
+            place_on_image(content, image, display, source)
         except AmbiguousClassError as err:
             ambiguous.append(err)
             continue
@@ -193,15 +195,40 @@ def read_exports(src, args, requested, regions):
     return annotated, unused, len(images) - len(annotated)
 
 
-def place_on_image(content, image, display):
+def place_on_image(content, image, display, source):
     """Keep what lies on QuPath's image of ``image``, in level-0 pixels.
 
     Raises:
+        ValueError: every region of the export lies outside the image
+            (:func:`check_regions_on_image`).
         PlaneError: objects lie on another plane than the first, the only one read.
     """
-    drop_outside(content, image.frame[2:])
+    size = image.frame[2:]
+    check_regions_on_image(content, size, display, source)
+    drop_outside(content, size)
     shift(content, *image.frame[:2])
     check_first_plane(content, display)
+
+
+def check_regions_on_image(content, size, display, source):
+    """Raise a ValueError when the export has regions and every one lies outside QuPath's
+    ``width x height`` image (the export is another image's, or QuPath's frame is not
+    ``--frame``'s): it names the file, the image and how far the nearest region lies."""
+    width, height = size
+    image = (0, 0, width, height)
+    if not content.regions or any(box_meets_image(region.bounds, width, height)
+                                  for region in content.regions):
+        return
+    nearest = min(content.regions,
+                  key=lambda region: sum(d * d for d in box_gap(region.bounds, image)))
+    dx, dy = box_gap(nearest.bounds, image)
+    x0, y0, x1, y1 = nearest.bounds
+    raise ValueError(
+        f'{display}: every region ({len(content.regions)}) lies outside the '
+        f'{width}x{height} image {source} (QuPath\'s frame); the nearest, feature '
+        f'{nearest.feature} (x {x0:g}..{x1:g}, y {y0:g}..{y1:g}), lies {dx:g} px beyond it '
+        f'in x and {dy:g} px in y: is {display} the export of {source}? (a slide with '
+        'openslide.bounds-*: see --frame)')
 
 
 def ambiguity_message(errors, max_cell_size):

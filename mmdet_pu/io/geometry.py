@@ -7,7 +7,8 @@ after it; a point lies inside by the even-odd rule, so holes are left out. A box
 * :func:`points_in_polygon`, :func:`inside_any` and :func:`polygon_pixel_mask`: which
   points, and which pixels of a window (by their centre), lie inside;
 * :func:`bounds` and :func:`area_bounds`: the box around points or rings;
-* :func:`box_meets_image`: whether a box shares an area with an image;
+* :func:`box_meets_image` and :func:`box_gap`: where a box lies with respect to an image
+  or another box;
 * :func:`merge_overlapping`: boxes merged until none overlaps another.
 """
 from typing import List, Optional, Sequence, Tuple
@@ -93,6 +94,14 @@ def box_meets_image(box: Box, width, height) -> bool:
     origin."""
     x0, y0, x1, y1 = box
     return x0 < width and y0 < height and x1 > 0 and y1 > 0
+
+
+def box_gap(box: Box, other: Box) -> Tuple[float, float]:
+    """``(dx, dy)``: how far ``box`` lies beyond ``other`` along x and along y (0 where
+    their extents overlap)."""
+    dx = max(0.0, box[0] - other[2], other[0] - box[2])
+    dy = max(0.0, box[1] - other[3], other[1] - box[3])
+    return dx, dy
 
 
 def merge_overlapping(boxes: Sequence[Box]) -> List[Box]:

@@ -651,6 +651,23 @@ def test_plane_option(tmp_path):
         run_prepare('qupath', src, tmp_path / 'other', '--plane', '2,0')
 
 
+def test_regions_all_outside_their_image_say_where(tmp_path):
+    """An export whose every region lies outside its image (another image's export, or a
+    slide's frame) stops the run naming the file, the image and the distance, instead of
+    converting the whole image."""
+    def features(name):
+        regions = [feature(rect(10, 10, 150, 110))] if name != 'y' else [
+            feature(rect(210, 30, 300, 100)), feature(rect(170, 130, 260, 200))]
+        return regions + [cell(point(20, 20), 'tumor')]
+    src = three_images(tmp_path / 'src', features)
+    with pytest.raises(ValueError, match=(
+            r"^y\.geojson: every region \(2\) lies outside the 160x120 image y\.png "
+            r"\(QuPath's frame\); the nearest, feature 1 \(x 170\.\.260, y 130\.\.200\), lies "
+            r'10 px beyond it in x and 10 px in y: is y\.geojson the export of y\.png\?')):
+        run_prepare('qupath', src, tmp_path / 'out')
+    assert not (tmp_path / 'out').exists()
+
+
 # -------------------------------------------------------------------- building blocks
 
 def test_region_crops_clip_round_and_merge():

@@ -1,7 +1,7 @@
 """Polygons and boxes (mmdet_pu/io/geometry.py)."""
 import numpy as np
 
-from mmdet_pu.io.geometry import (area_bounds, bounds, box_meets_image,
+from mmdet_pu.io.geometry import (area_bounds, bounds, box_gap, box_meets_image,
                                   inside_any, merge_overlapping, points_in_polygon,
                                   polygon_pixel_mask)
 
@@ -33,6 +33,8 @@ def test_bounds_and_boxes():
     assert area_bounds([((0, 0), (5, 0), (9, 0))]) is None  # a line has no area
     assert box_meets_image((90, 50, 120, 70), 100, 60)
     assert not box_meets_image((100, 0, 120, 10), 100, 60)  # touching is not meeting
+    assert box_gap((130, 70, 150, 90), (0, 0, 100, 60)) == (30, 10)
+    assert box_gap((-20, 10, -5, 20), (0, 0, 100, 60)) == (5, 0)
 
 
 def test_merge_overlapping_boxes_until_none_overlaps():

@@ -1,13 +1,21 @@
-"""Point annotations of the raw datasets: numeric CSV files and range checks.
+"""Point annotations: numeric CSV files, tables of points and range checks.
 
 MITOS-ATYPIA-14 (``x,y,score``) and TUPAC16 (``row,col``) store one object per line of a
 header-less CSV file; :func:`read_number_csv` parses such a file and reports the file,
-the line and the expected fields on any malformed line. :func:`check_points_inside`
-rejects points outside the image they annotate.
+the line and the expected fields on any malformed line. :func:`read_point_table` reads a
+CSV with the header ``image,x,y[,class]`` (points of the user's own images, whatever
+tool marked them). :func:`check_points_inside` rejects points outside the image they
+annotate.
 """
+import csv
 import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional
 
 import numpy as np
+
+#: Columns every table of points has (``class`` is optional, others are ignored).
+POINT_TABLE_COLUMNS = ('image', 'x', 'y')
 
 
 def read_number_csv(path, fields, display=None):
@@ -52,7 +60,78 @@ def read_number_csv(path, fields, display=None):
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(fields)), lines
 
 
-def check_points_inside(points_xy, width, height, display, lines=None):
+@dataclass(frozen=True)
+class PointRow:
+    """One row of a table of points.
+
+    Attributes:
+        line: its 1-based line number in the file.
+        image: the image it marks, as written (a path).
+        x, y: the point, in the image's pixels.
+        label: its class, ``None`` when the table has no ``class`` or it is empty.
+    """
+    line: int
+    image: str
+    x: float
+    y: float
+    label: Optional[str] = None
+
+
+def read_point_table(path, display=None) -> Dict[str, List[PointRow]]:
+    """The rows of a CSV of points, by image in order of first appearance.
+
+    The header names the columns ``image``, ``x``, ``y`` and optionally ``class``, in any
+    order (other columns are ignored); blank lines are skipped.
+
+    Args:
+        path: the CSV file (UTF-8, with or without a BOM).
+        display: name of the file in error messages (default: ``path``).
+
+    Raises:
+        ValueError: naming the file and line: not a readable CSV file, a column missing
+            from the header, a row with another number of fields than the header, ``x``
+            or ``y`` not finite numbers, or no row at all.
+    """
+    display = display or str(path)
+    try:
+        with open(path, encoding='utf-8-sig', newline='') as f:
+            rows = list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f'{display}: not a readable CSV file ({err})') from err
+    header = [name.strip() for name in rows[0]] if rows else []
+    missing = [c for c in POINT_TABLE_COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f'{display} line 1: missing column(s) {missing}; expected the '
+                         f'header image,x,y[,class], got {header}')
+    by_image = {}
+    for line, record in _records(header, rows[1:], display):
+        try:
+            x, y = float(record['x']), float(record['y'])
+        except ValueError:
+            x = y = math.nan
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError(f'{display} line {line}: expected numbers in x, y, got '
+                             f'{record["x"]!r}, {record["y"]!r}')
+        image, label = record['image'].strip(), record.get('class', '').strip()
+        by_image.setdefault(image, []).append(PointRow(line, image, x, y, label or None))
+    if not by_image:
+        raise ValueError(f'{display}: no points (expected rows image,x,y[,class])')
+    return by_image
+
+
+def _records(header, rows, display):
+    """``(line, {column: value})`` of each non-blank row below the header (line 1); a row
+    must have as many fields as the header."""
+    for line, values in enumerate(rows, start=2):
+        if not any(value.strip() for value in values):
+            continue
+        if len(values) != len(header):
+            raise ValueError(f'{display} line {line}: expected {len(header)} fields as in '
+                             f'the header, got {len(values)}')
+        yield line, dict(zip(header, values))
+
+
+def check_points_inside(points_xy, width, height, display, lines=None, image=None):
     """Raise if a point ``(x, y)`` lies outside the ``width x height`` image.
 
     Valid points satisfy ``0 <= x < width`` and ``0 <= y < height`` (0-based pixels).
@@ -63,6 +142,7 @@ def check_points_inside(points_xy, width, height, display, lines=None):
         display: the annotation file, named in the error message.
         lines: line number of each point in ``display`` (default: the point's
             1-based index is reported as "entry").
+        image: the image, named in the error message when given.
     """
     points = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     outside = ((points[:, 0] < 0) | (points[:, 0] >= width)
@@ -71,8 +151,9 @@ def check_points_inside(points_xy, width, height, display, lines=None):
         i = int(np.flatnonzero(outside)[0])
         x, y = points[i]
         where = f'line {lines[i]}' if lines is not None else f'entry {i + 1}'
+        named = f' {image}' if image is not None else ''
         raise ValueError(f'{display} {where}: point (x={x:g}, y={y:g}) is outside the '
-                         f'{width}x{height} image (expected 0 <= x < {width}, '
+                         f'{width}x{height} image{named} (expected 0 <= x < {width}, '
                          f'0 <= y < {height})')
 
 

@@ -1,10 +1,15 @@
 """Every reader and writer of files, one module per concern:
 
-* :mod:`.images` -- region readers of ordinary images and large TIFFs (dataset converters);
+* :mod:`.images` -- region readers of ordinary images and large TIFFs (dataset converters),
+  and of crops and masked areas of another reader;
 * :mod:`.tiff` -- segment-by-segment region reads of TIFFs;
 * :mod:`.slides` -- region reads of whole slides, any pyramid level (OpenSlide, tifffile);
+* :mod:`.sources` -- the raw image or slide under an annotation file: level-0 reader,
+  size, QuPath's frame, resolution;
 * :mod:`.tiling` -- tile grids over an image and the cells that fall in each tile;
-* :mod:`.qupath` -- QuPath GeoJSON, read and written;
+* :mod:`.geometry` -- polygons and boxes: points inside, pixel masks, bounds, merging;
+* :mod:`.qupath` -- QuPath GeoJSON, read and written (a package: naming, classes,
+  parser, reader, writer);
 * :mod:`.atomic` -- files and directories that appear complete or not at all.
 
 The modules import numpy, tifffile and OpenCV/PIL, never torch or mmdet, and OpenSlide

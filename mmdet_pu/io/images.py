@@ -14,7 +14,9 @@ through it, so a tile of a huge image costs memory of the order of the tile:
 * :class:`~mmdet_pu.io.tiff.TiffRegionReader` -- only the strips or tiles of a TIFF that
   a region intersects (:func:`open_image` picks it for TIFFs);
 * :class:`LazyImageReader` -- defers :func:`open_image` to the first read, so a
-  converter can describe thousands of images without holding their files open.
+  converter can describe thousands of images without holding their files open;
+* :class:`CropReader` and :class:`MaskedReader` -- the regions of another reader, inside a
+  crop or with areas painted over.
 
 :func:`image_size` reads only the header. Whole slides (pyramids, OpenSlide formats) are
 read by :mod:`mmdet_pu.io.slides`.
@@ -144,6 +146,50 @@ class LazyImageReader:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+
+
+class CropReader:
+    """The regions of ``reader`` inside the crop whose top-left corner is ``(x, y)``."""
+
+    def __init__(self, reader, x, y):
+        self.reader, self.x, self.y = reader, x, y
+
+    def read_region(self, x0, y0, w, h):
+        return self.reader.read_region(self.x + x0, self.y + y0, w, h)
+
+    def close(self):
+        self.reader.close()
+
+
+class MaskedReader:
+    """The regions of ``reader`` with the pixels inside ``areas`` painted ``fill``.
+
+    Args:
+        reader: any reader.
+        areas: polygons in ``reader``'s pixels, each with ``bounds`` (``(x0, y0, x1,
+            y1)``) and ``pixel_mask(x, y, w, h)`` (the pixels of a window whose centre
+            lies inside), e.g. :class:`~mmdet_pu.io.qupath.Region`.
+        fill: the value of the painted pixels (0..255).
+    """
+
+    def __init__(self, reader, areas, fill):
+        self.reader, self.areas, self.fill = reader, list(areas), fill
+
+    def read_region(self, x0, y0, w, h):
+        pixels = self.reader.read_region(x0, y0, w, h)
+        mask = np.zeros((h, w), dtype=bool)
+        for area in self.areas:
+            ax0, ay0, ax1, ay1 = area.bounds
+            if ax1 > x0 and ay1 > y0 and ax0 < x0 + w and ay0 < y0 + h:
+                mask |= area.pixel_mask(x0, y0, w, h)
+        if not mask.any():
+            return pixels
+        pixels = np.array(pixels, copy=True)
+        pixels[mask] = self.fill
+        return pixels
+
+    def close(self):
+        self.reader.close()
 
 
 def image_size(path):

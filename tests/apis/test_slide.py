@@ -240,8 +240,8 @@ def test_outputs_reimport_in_qupath_format(pyramid, tmp_path):
     assert names == ['slide.csv', 'slide.geojson']  # no temporary file left behind
     features = json.loads(geojson.read_text())['features']
     assert {f['properties']['objectType'] for f in features} == {'detection'}
-    assert features[0]['properties']['classification'] == dict(name='cell',
-                                                               color=[255, 0, 0])
+    assert features[0]['properties']['classification'] == dict(
+        name='cell', color=[255, 0, 0], colorRGB=-65536)  # 0.3 reads the packed colorRGB
     qupath = read_geojson(geojson)
     assert sorted(list(c.box) for c in qupath.cells) == cell_boxes()
     assert {(c.label, c.score) for c in qupath.cells} == {('cell', 1.0)}

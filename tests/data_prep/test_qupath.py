@@ -19,11 +19,14 @@ import pytest
 import tifffile
 from mmengine.config import Config
 
-from data_prep import qupath
-from data_prep.qupath import match_exports, open_reader, qupath_stem, region_crops
+from data_prep import qupath, qupath_crops
+from data_prep.points import PointRow, read_point_table
+from data_prep.qupath_crops import region_crops
+from mmdet_pu.io import sources
 from mmdet_pu.io.images import LazyImageReader
-from mmdet_pu.io.qupath import Region
+from mmdet_pu.io.qupath import QuPathObject, Region, match_exports, qupath_stem, write_geojson
 from mmdet_pu.io.slides import OpenSlideReader
+from mmdet_pu.io.sources import open_image_source
 from tests._data import REPO
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, feature, gzip_export, multipoint,
                                     noise_image, paint_cells, point, rect, write_features,
@@ -480,7 +483,7 @@ def test_slide_frame_with_a_bounds_offset_locates_every_cell(tmp_path, monkeypat
         feature(rect(320, 230, 395, 295)), feature(rect(0, 200, 60, 280)),
         *[cell(point(x, y), 'tumor') for x, y in qupath_xy],
         cell(point(450, 100), 'tumor')])  # beyond the bounds' width: outside the image
-    monkeypatch.setattr(qupath, 'open_slide', lambda path, *args: OpenSlideReader(
+    monkeypatch.setattr(sources, 'open_slide', lambda path, *args: OpenSlideReader(
         BoundedSlide(path, bounds), path))
     with pytest.warns(UserWarning, match='splitting their 4 regions instead'):
         summary = run_prepare('qupath', src, tmp_path / 'out', '--box-size', 8)
@@ -512,7 +515,6 @@ def test_slide_frame_with_a_bounds_offset_locates_every_cell(tmp_path, monkeypat
 def test_exported_detections_import_as_cells(tmp_path):
     """Round trip: what ``write_geojson`` exports (``infer_slide``'s detections, readable
     by QuPath 0.3 and 0.4+) imports as cells of the same classes, boxes and colours."""
-    from mmdet_pu.io.qupath import QuPathObject, write_geojson
     src, exported = tmp_path / 'src', set()
     for k, name in enumerate('xyz'):
         write_png(src / f'{name}.png', noise_image(np.random.default_rng(k), 120, 160))
@@ -618,7 +620,7 @@ def test_one_image_without_regions_needs_them_derived_when_large(tmp_path, monke
     src = tmp_path / 'src'
     write_png(src / 'big.png', image)
     write_features(src / 'big.geojson', [cell(point(x, y), 'tumor') for x, y in cells])
-    monkeypatch.setattr(qupath, 'MAX_WHOLE_PIXELS', 100 * 100)
+    monkeypatch.setattr(qupath_crops, 'MAX_WHOLE_PIXELS', 100 * 100)
     with pytest.raises(ValueError, match=r'^big\.geojson: image big\.png \(no region is '
                                          r'drawn\) is 240x180 pixels, more than 10000 .* '
                                          r'--derive-regions MARGIN'):
@@ -640,13 +642,30 @@ def test_plane_option(tmp_path):
                 cell(dict(point(30, 30), plane=dict(c=-1, z=2, t=0)), 'tumor')]
     src = three_images(tmp_path / 'src', features)
     with pytest.raises(ValueError, match=r'^x\.geojson: the objects lie on 2 planes '
-                                         r'\(z=0,t=0, z=2,t=0\); choose one'):
+                                         r'\(z=0,t=0, z=2,t=0\); choose one \(--plane z,t\)$'):
         run_prepare('qupath', src, tmp_path / 'out')
     summary = run_prepare('qupath', src, tmp_path / 'out', '--plane', '0,0')
     assert summary['raw']['per_class'] == dict(tumor=3)
     with pytest.raises(ValueError, match=r'^x\.geojson: objects on plane z=2,t=0, but only '
-                                         r'the first plane'):
+                                         r'the first plane .* or choose --plane 0,0$'):
         run_prepare('qupath', src, tmp_path / 'other', '--plane', '2,0')
+
+
+def test_regions_all_outside_their_image_say_where(tmp_path):
+    """An export whose every region lies outside its image (another image's export, or a
+    slide's frame) stops the run naming the file, the image and the distance, instead of
+    converting the whole image."""
+    def features(name):
+        regions = [feature(rect(10, 10, 150, 110))] if name != 'y' else [
+            feature(rect(210, 30, 300, 100)), feature(rect(170, 130, 260, 200))]
+        return regions + [cell(point(20, 20), 'tumor')]
+    src = three_images(tmp_path / 'src', features)
+    with pytest.raises(ValueError, match=(
+            r"^y\.geojson: every region \(2\) lies outside the 160x120 image y\.png "
+            r"\(QuPath's frame\); the nearest, feature 1 \(x 170\.\.260, y 130\.\.200\), lies "
+            r'10 px beyond it in x and 10 px in y: is y\.geojson the export of y\.png\?')):
+        run_prepare('qupath', src, tmp_path / 'out')
+    assert not (tmp_path / 'out').exists()
 
 
 # -------------------------------------------------------------------- building blocks
@@ -671,7 +690,7 @@ def test_slides_are_read_by_the_whole_slide_reader_opened_lazily(tmp_path):
     strips = tmp_path / 's.tif'
     tifffile.imwrite(strips, image, photometric='rgb')  # not tiled: OpenSlide refuses it
     for path, backend in ((pyramid, 'openslide'), (strips, 'tifffile')):
-        source = open_reader(path)
+        source = open_image_source(path)
         reader = source.reader
         assert isinstance(reader, LazyImageReader) and source.size == (420, 300)
         assert source.frame == (0, 0, 420, 300) and source.mpp is None
@@ -696,7 +715,7 @@ def test_command_line_parses_and_the_readers_need_no_model_code():
     subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True, timeout=60,
                    env=dict(os.environ, PYTHONPATH=str(REPO)))
     heavy = re.compile(r'^\s*(from|import)\s+(torch|mmdet|mmengine|mmcv)\b', re.MULTILINE)
-    offenders = [p.name for p in (REPO / 'mmdet_pu' / 'io').glob('*.py')
+    offenders = [p.name for p in (REPO / 'mmdet_pu' / 'io').rglob('*.py')
                  if heavy.search(p.read_text())]
     assert not offenders
 
@@ -750,7 +769,7 @@ def test_bad_files_write_nothing(tmp_path, monkeypatch):
         run_prepare('qupath', root, out)
     write_features(root / 'x.geojson', [feature(rect(0, 0, 100, 80)),
                                         cell(point(5, 5), 'tumor')])
-    monkeypatch.setattr(qupath, 'MAX_WHOLE_PIXELS', 70 * 60)
+    monkeypatch.setattr(qupath_crops, 'MAX_WHOLE_PIXELS', 70 * 60)
     with pytest.raises(ValueError, match=r'^x\.geojson: region crop 1 at x=0, y=0 is '
                                          r'100x80 pixels, more than 4200'):
         run_prepare('qupath', root, out)
@@ -759,6 +778,20 @@ def test_bad_files_write_nothing(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r'^sub/orphan\.geojson: no image next to it'):
         run_prepare('qupath', root, out)
     assert not out.exists()
+
+
+def test_point_table_reads_rows_by_image_whatever_the_columns(tmp_path):
+    """The CSV of points is read on its own: rows by image, in order, any column order,
+    ``class`` optional and other columns ignored."""
+    path = tmp_path / 'points.csv'
+    path.write_text('\ufeffnote,y,image,x,class\nn,2.5,b.png,1,tumor\n\n'
+                    'n,4,a.png,3,\nn,6,b.png,5,stroma\n')
+    assert read_point_table(path) == {
+        'b.png': [PointRow(2, 'b.png', 1, 2.5, 'tumor'), PointRow(5, 'b.png', 5, 6, 'stroma')],
+        'a.png': [PointRow(4, 'a.png', 3, 4, None)]}
+    path.write_text('image,x,y\n')
+    with pytest.raises(ValueError, match=r'points\.csv: no points'):
+        read_point_table(path, display='points.csv')
 
 
 @pytest.mark.parametrize('content, message', [

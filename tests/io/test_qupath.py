@@ -1,5 +1,5 @@
 """QuPath GeoJSON reading (every form QuPath 0.2-0.6 writes) and writing
-(mmdet_pu/io/qupath.py).
+(mmdet_pu/io/qupath/).
 
 The conformance tests read the hand-written exports of ``tests/fixtures/qupath/``
 (:data:`tests._qupath_fixtures.FORMS`); each docstring names the qupath-core source
@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from mmdet_pu.io.qupath import (AmbiguousClassError, QuPathObject, Region, Skipped,
-                                annotation_role, default_color, export_stem,
-                                is_ignored_class, is_region_class, read_geojson,
-                                write_geojson)
+from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathObject, Region,
+                                Skipped, annotation_role, default_color, export_stem,
+                                is_ignored_class, is_region_class, packed_argb,
+                                read_geojson, write_geojson)
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, STYLES, feature, gzip_export,
                                     multipoint, multirect, point, rect, signed_argb,
                                     write_features, zip_export)
@@ -167,8 +167,9 @@ def test_planes():
     """``regions/ImagePlane`` (``"plane": {"c", "z", "t"}`` in the geometry, written by
     ``ROITypeAdapter`` when not the default ``z = t = 0``): objects on several planes need
     a choice; the others are skipped."""
-    with pytest.raises(ValueError, match=r'^planes\.geojson: the objects lie on 2 planes '
-                                         r'\(z=0,t=0, z=1,t=0\); choose one'):
+    with pytest.raises(PlaneError, match=r'^planes\.geojson: the objects lie on 2 planes '
+                                         r'\(z=0,t=0, z=1,t=0\); choose one '
+                                         r'\(plane=\(z, t\)\)$'):
         read_form('planes.geojson')
     content = read_form('planes.geojson', plane=(0, 0))
     assert [c.point for c in content.cells] == [(100, 100)] and content.regions == []
@@ -421,8 +422,8 @@ def test_write_read_round_trip(tmp_path):
         [1.5, 2.25], [30, 2.25], [30, 40.125], [1.5, 40.125], [1.5, 2.25]]])
     assert first['properties'] == dict(
         objectType='detection', object_type='detection',
-        classification=dict(name='Tumor', color=list(TUMOR)), isLocked=False,
-        measurements=[dict(name='score', value=0.9)])
+        classification=dict(name='Tumor', color=list(TUMOR), colorRGB=-3670016),
+        isLocked=False, measurements=[dict(name='score', value=0.9)])
     assert 'classification' not in features[2]['properties']
     assert 'measurements' not in features[3]['properties']
     assert [p.name for p in path.parent.iterdir()] == ['dets.geojson']
@@ -448,6 +449,32 @@ def test_export_reads_the_same_in_qupath_0_4_and_0_3(tmp_path):
         content = read_geojson(tmp_path / f'{drop}.geojson')
         assert content.cells == cells
         assert {c.object_type for c in content.cells} == {'detection'}
+
+
+def test_export_colour_is_read_by_qupath_0_3_too(tmp_path):
+    """QuPath 0.2/0.3 read a class's colour from ``colorRGB``, the packed signed 32-bit
+    ARGB of ``ColorTools.makeRGB`` (``(255 << 24) + (r << 16) + (g << 8) + b`` in Java
+    ``int``), and 0.4+ reads a classification with ``colorRGB`` as the ``PathClass``
+    fields: the export carries ``colorRGB`` beside ``color``, and a derived class as its
+    last name with its ``parentClass``, so every version reads the class and its
+    colour."""
+    assert packed_argb((220, 20, 60)) == -2354116 == 0xFFDC143C - (1 << 32)
+    assert packed_argb((255, 255, 255)) == -1 and packed_argb((0, 0, 0)) == -16777216
+    assert all(packed_argb(rgb) == signed_argb(rgb) for rgb in (TUMOR, LYMPHO, (1, 2, 3)))
+    crimson = (220, 20, 60)
+    cells = [QuPathObject((1, 2, 30, 40), 'mitosis', 0.5),
+             QuPathObject((50, 60, 70, 90), 'Tumor: Positive', 0.25)]
+    path = tmp_path / 'dets.geojson'
+    write_geojson(path, cells, {'mitosis': crimson, 'Tumor: Positive': LYMPHO})
+    first, derived = (f['properties']['classification']
+                      for f in json.loads(path.read_text())['features'])
+    assert first == dict(name='mitosis', color=[220, 20, 60], colorRGB=-2354116)
+    assert derived == dict(name='Positive', color=list(LYMPHO), colorRGB=signed_argb(LYMPHO),
+                           parentClass=dict(name='Tumor', color=list(default_color('Tumor')),
+                                            colorRGB=signed_argb(default_color('Tumor'))))
+    content = read_geojson(path)
+    assert content.cells == cells
+    assert content.colors == {'mitosis': crimson, 'Tumor: Positive': LYMPHO}
 
 
 def test_write_annotations_round_trip_as_cells(tmp_path):

@@ -16,17 +16,17 @@ the sweep's choice by validation recall and its recall band, whether the estimat
 Lee & Liu's choice between it and the provisional prior agree with the sweep (in the
 band, test F1 within ``--f1-tolerance`` of the choice's), and the test F1 of each way to
 the prior. Runs go ``--jobs`` at a time and are resumable. Written to ``DIR``:
-``results.md`` (printed too) and ``results.json``. :mod:`mmdet_pu.prior.versus`
-documents the details.
+``results.md`` (printed too) and ``results.json``.
+:mod:`mmdet_pu.experiments.prior_versus` documents the details.
 """
 import argparse
 import os.path as osp
 import shlex
 import sys
 
+from mmdet_pu.experiments.prior_versus import run_study, write_study
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
 from mmdet_pu.prior.selection import add_selection_arguments
-from mmdet_pu.prior.versus import run_study, write_study
 
 
 def parse_args(argv=None):

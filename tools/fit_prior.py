@@ -14,14 +14,15 @@ no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
 name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every
 training, the estimates, the choice and why; ``chosen_cfg_options`` trains it again),
 ``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
-:mod:`mmdet_pu.prior.fit` documents the details; docs/experiments.md the evidence.
+:mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
+evidence.
 """
 import argparse
 import os.path as osp
 import sys
 
+from mmdet_pu.experiments.prior_fit import DEFAULT_FACTORS, fit_prior, format_summary
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
-from mmdet_pu.prior.fit import DEFAULT_FACTORS, fit_prior, format_summary
 
 
 def odds_factor(text: str) -> float:

@@ -5,23 +5,23 @@ Usage::
     python tools/prior_family.py [--regimes keep1 sparse ...] [--seeds 0 1 2]
         [--work-dir DIR] [--jobs N] [--summary-only]
 
-For each regime (:data:`mmdet_pu.prior.family.REGIMES`; its data: the config's
-``prepare_cmd``): the provisional training per seed, the oracle shares, a six-value grid
-of priors around them (odds factors 1/3 ... 9/4; all six at the first seed, the central
-three at the others) and the shipped workflow of ``tools/fit_prior.py`` per seed, every
-run tested on the complete test labels. Written to ``DIR`` (default
-``work_dirs/prior_family``): ``results.md`` (per regime the grid, and each rule's
-choice against the best grid value in hindsight: F1 at 0.5, F1 at the validation
-threshold, AP) and ``results.json``. Resumable; ``--summary-only`` tabulates what is
-there.
+For each regime (:data:`mmdet_pu.experiments.prior_family.REGIMES`; its data: the
+config's ``prepare_cmd``): the provisional training per seed, the oracle shares, a
+six-value grid of priors around them (odds factors 1/3 ... 9/4; all six at the first
+seed, the central three at the others) and the shipped workflow of
+``tools/fit_prior.py`` per seed, every run tested on the complete test labels. Written
+to ``DIR`` (default ``work_dirs/prior_family``): ``results.md`` (per regime the grid, and
+each rule's choice against the best grid value in hindsight: F1 at 0.5, F1 at the
+validation threshold, AP) and ``results.json``. Resumable; ``--summary-only`` tabulates
+what is there.
 """
 import argparse
 import os.path as osp
 import sys
 from pathlib import Path
 
+from mmdet_pu.experiments.prior_family import REGIMES, run_regime, summarize, write_family
 from mmdet_pu.experiments.runs import check_run_arguments
-from mmdet_pu.prior.family import REGIMES, run_regime, summarize, write_family
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / 'configs' / 'synthetic'
 

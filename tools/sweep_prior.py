@@ -18,15 +18,16 @@ it then collects the results. ``--estimate`` sweeps ``--num`` values at relative
 ``--width`` around the prior ``tools/estimate_prior.py`` recommends, with the estimate's
 other options. Without ``--key``: the ``PriorUpdateHook``'s ``anchor_prior``, else the
 RoI head's ``PULoss`` prior and every ``PULoss`` prior holding the same value (a
-per-stage RPN prior is kept). :mod:`mmdet_pu.prior.sweep` documents the details.
+per-stage RPN prior is kept). :mod:`mmdet_pu.experiments.prior_sweep` documents the
+details.
 """
 import argparse
 import sys
 
+from mmdet_pu.experiments.prior_sweep import (SELECTIONS, dry_run, format_summary,
+                                              plan_sweep, run_sweep, setup_sweep)
 from mmdet_pu.experiments.runs import default_work_dir
 from mmdet_pu.prior.selection import add_selection_arguments
-from mmdet_pu.prior.sweep import (SELECTIONS, dry_run, format_summary, plan_sweep,
-                                  run_sweep, setup_sweep)
 
 
 def parse_args(argv=None):

@@ -4,6 +4,14 @@
   resumable (every tool that trains goes through it);
 * :mod:`.repeat` -- configs over seeds (and folds), compared (``tools/repeat.py``);
 * :mod:`.demo` -- the embedded demo, a preset of :mod:`.repeat` (``tools/demo.py``);
+* :mod:`.prior_sweep` -- the grid search of pi on the validation set
+  (``tools/sweep_prior.py``);
+* :mod:`.prior_fit` -- pi fitted to a config's own data in at most three trainings
+  (``tools/fit_prior.py``);
+* :mod:`.prior_versus` -- the estimate against the sweep over seeds
+  (``tools/estimate_vs_sweep.py``);
+* :mod:`.prior_family` -- every prior rule across a family of synthetic regimes
+  (``tools/prior_family.py``);
 * :mod:`.reports` -- the one writer of reports and figures.
 
 This package imports none of them; import the module you need.

@@ -1,4 +1,6 @@
 """The class prior pi: where configs hold it, how it is estimated and how it is chosen.
+A library: the studies that train (the sweep, the fit, the family of regimes, the
+estimate against the sweep) are in :mod:`mmdet_pu.experiments`, which imports it.
 
 * :mod:`.keys` -- the config keys that hold pi;
 * :mod:`.samples` -- the samples each PU stage draws in training, redrawn from a
@@ -13,9 +15,8 @@
   (``tools/estimate_prior.py``);
 * :mod:`.selection` -- choosing pi from validation runs (recall, Lee & Liu's criterion,
   the recall band);
-* :mod:`.sweep` -- the grid search of pi on the validation set (``tools/sweep_prior.py``);
-* :mod:`.versus` -- the estimate against the sweep over seeds
-  (``tools/estimate_vs_sweep.py``).
+* :mod:`.candidates` -- candidate priors: the estimated shares scaled in odds, as
+  ``--cfg-options``.
 
 This package imports none of them; import the module you need.
 """

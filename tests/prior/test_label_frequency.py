@@ -10,8 +10,9 @@ import torch
 from mmengine.config import Config
 from mmengine.structures import InstanceData
 
+from mmdet_pu.experiments.prior_fit import fit_prior
 from mmdet_pu.launch import build_runner
-from mmdet_pu.prior import fit
+from mmdet_pu.prior.candidates import estimated_shares, scale_odds
 from mmdet_pu.prior.estimate_file import format_table, read_estimate
 from mmdet_pu.prior.label_frequency import count_stages
 from tests._data import REPO, make_tiny_coco, write_tiny_config
@@ -214,10 +215,10 @@ def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
     config = tiny_config(tmp_path, name)
     monkeypatch.setenv('PYTHONPATH', tools_env()['PYTHONPATH'])
     work = tmp_path / 'fit'
-    summary = fit.fit_prior(config, str(work), factors=(2.0, ), echo=lambda msg: None)
+    summary = fit_prior(config, str(work), factors=(2.0, ), echo=lambda msg: None)
 
     report = json.loads((work / 'estimate.json').read_text())
-    shares = fit.estimated_shares(report)
+    shares = estimated_shares(report)
     assert summary['estimated_shares'] == shares
     assert set(summary['estimators'].values()) == {'label_frequency'}
     assert [row['name'] for row in summary['trainings']] == ['provisional', 'x2']
@@ -226,7 +227,7 @@ def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
     for stage, share in shares.items():
         key = report['stages'][stage]['key']
         prior = state[key.removeprefix('model.')].item()
-        expected = fit.scale_odds(share if stage == 'rpn' else share[0], 2)
+        expected = scale_odds(share if stage == 'rpn' else share[0], 2)
         assert prior == pytest.approx(expected, rel=1e-3, abs=1e-5)
         assert summary['trainings'][1]['priors'][stage] == pytest.approx(prior, rel=1e-6)
     assert os.path.isfile(work / 'fit_prior.pth')

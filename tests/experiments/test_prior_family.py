@@ -1,11 +1,12 @@
-"""The study over the synthetic regimes (mmdet_pu.prior.family, tools/prior_family.py),
-end to end on a tiny config: provisional, oracle, grid, workflow, summary."""
+"""The study over the synthetic regimes (mmdet_pu.experiments.prior_family,
+tools/prior_family.py), end to end on a tiny config: provisional, oracle, grid, workflow,
+summary."""
 import json
 import os
 
 import pytest
 
-from mmdet_pu.prior import family
+from mmdet_pu.experiments import prior_family as family
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 

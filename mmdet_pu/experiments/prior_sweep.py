@@ -2,25 +2,25 @@
 docs/method.md#prior-selection).
 
 Every candidate value trains the config once, in ``<work dir>/prior_<value>``, with the
-value at every prior key (:func:`~.keys.find_prior_keys` unless given): a
-:class:`~mmdet_pu.experiments.runs.Run` without a test, scheduled by
-:func:`~mmdet_pu.experiments.runs.run_all`. Training ends with a validation pass whose
-``CellDetMetric`` dump, ``cell_metrics/val_per_image.json``, is the value's result; a
-value that has one is not trained again (unless ``force``), whatever options it was
-trained with, and reports the options it was trained with (read from the config that
-mmengine dumped in its folder).
+value at every prior key (:func:`mmdet_pu.prior.keys.find_prior_keys` unless given): a
+:class:`~.runs.Run` without a test, scheduled by :func:`~.runs.run_all`. Training ends
+with a validation pass whose ``CellDetMetric`` dump, ``cell_metrics/val_per_image.json``,
+is the value's result; a value that has one is not trained again (unless ``force``),
+whatever options it was trained with, and reports the options it was trained with (read
+from the config that mmengine dumped in its folder).
 
-The chosen value (:mod:`.selection`) has the best validation average recall, the
-paper's criterion (ties to the smaller prior: a bolder detector trades precision, which
-incomplete validation labels cannot measure, for recall), or, with ``select='pu'``, the
-best Lee & Liu criterion r^2 / Pr[f(x) = 1] of the same validation pass
-(:mod:`mmdet_pu.evaluation.score_threshold`), which also sees the false positives of a
-bolder detector. The recall band is the set of values whose validation recall is
+The chosen value (:mod:`mmdet_pu.prior.selection`) has the best validation average
+recall, the paper's criterion (ties to the smaller prior: a bolder detector trades
+precision, which incomplete validation labels cannot measure, for recall), or, with
+``select='pu'``, the best Lee & Liu criterion r^2 / Pr[f(x) = 1] of the same validation
+pass (:mod:`mmdet_pu.evaluation.score_threshold`), which also sees the false positives of
+a bolder detector. The recall band is the set of values whose validation recall is
 within ``band`` of the best.
 
-Around an estimate (:mod:`.estimate_file`) the grid is :func:`narrow_grid`; the
-estimate's other options (the RPN prior estimated for its own stage) come before the
-user's options in every run, and the estimate's key must be among the swept keys.
+Around an estimate (:mod:`mmdet_pu.prior.estimate_file`) the grid is
+:func:`narrow_grid`; the estimate's other options (the RPN prior estimated for its own
+stage) come before the user's options in every run, and the estimate's key must be among
+the swept keys.
 
 Outputs in the work dir: ``sweep.csv`` (one row per value), ``sweep.png`` (validation
 recall, precision and F1 against the prior) and ``chosen.json`` (the chosen value, its
@@ -36,13 +36,13 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from mmengine.config import Config
 
-from mmdet_pu.experiments.reports import pyplot, save_figure, write_csv, write_json
-from mmdet_pu.experiments.runs import Run, run_all
 from mmdet_pu.launch import parse_cfg_options
-from .estimate_file import Estimate, read_estimate
-from .keys import find_prior_keys, get_key
-from .selection import (COLUMNS, SELECTION_METRIC, check_sweep_config, choose,
-                        choose_by_pu_criterion, read_val_metrics, recall_band)
+from mmdet_pu.prior.estimate_file import Estimate, read_estimate
+from mmdet_pu.prior.keys import find_prior_keys, get_key
+from mmdet_pu.prior.selection import (COLUMNS, SELECTION_METRIC, check_sweep_config, choose,
+                                      choose_by_pu_criterion, read_val_metrics, recall_band)
+from .reports import pyplot, save_figure, write_csv, write_json
+from .runs import Run, run_all
 
 SELECTIONS = {'recall': f'cell/{SELECTION_METRIC} on the validation set',
               'pu': "Lee & Liu's r^2 / Pr[f(x) = 1] on the validation set"}
@@ -94,7 +94,8 @@ def estimate_grid(estimate: Estimate, width: float = 0.2, num: int = 3,
 def sweep_keys(config: str, cfg_options: Sequence[str] = (),
                keys: Optional[Sequence[str]] = None) -> Tuple[Config, List[str]]:
     """The composed config (with ``cfg_options``) and the keys a sweep sets: ``keys``, or
-    :func:`~.keys.find_prior_keys`; checked by :func:`~.selection.check_sweep_config`."""
+    :func:`~mmdet_pu.prior.keys.find_prior_keys`; checked by
+    :func:`~mmdet_pu.prior.selection.check_sweep_config`."""
     cfg = Config.fromfile(config)
     cfg.merge_from_dict(parse_cfg_options(cfg_options))
     keys = list(keys or find_prior_keys(cfg))
@@ -227,7 +228,8 @@ def run_sweep(config: str, grid: Sequence[float], keys: Sequence[str], work_dir:
 
     Returns:
         ``(rows, summary)``: one row per value (``prior``, ``run_dir``,
-        :func:`~.selection.read_val_metrics`) and the content of ``chosen.json``.
+        :func:`~mmdet_pu.prior.selection.read_val_metrics`) and the content of
+        ``chosen.json``.
     """
     plan = plan_sweep(config, grid, keys, work_dir, cfg_options)
     todo = pending(plan, force)

@@ -9,134 +9,42 @@ In ``<work dir>``:
    from that detector on the incompletely annotated training split
    (``tools/estimate_prior.py``; the RoI head's by best-bin estimation, BBE, the RPN's by
    the label frequency; docs/method.md#priors-per-stage); a dense head's and every
-   stage's of Cascade R-CNN by the label frequency (:mod:`.label_frequency`);
+   stage's of Cascade R-CNN by the label frequency (:mod:`mmdet_pu.prior.label_frequency`);
 3. ``x<factor>/``: one training per factor, every stage's estimate scaled by the factor
    in odds, ``pi' = f pi / (1 - pi + f pi)`` (so it stays in (0, 1)); with several
-   classes each class prior is scaled and a stage's priors together kept below 1;
+   classes each class prior is scaled and a stage's priors together kept below 1
+   (:mod:`mmdet_pu.prior.candidates`);
 4. the choice among the provisional and the candidate trainings by Lee & Liu's criterion
    on the validation split, r^2 / detections per image at the test score threshold
-   (:func:`~.selection.choose_by_pu_criterion`), which needs only the labeled cells and
-   sees the false positives of a bold prior as well as the misses of a timid one.
+   (:func:`mmdet_pu.prior.selection.choose_by_pu_criterion`), which needs only the
+   labeled cells and sees the false positives of a bold prior as well as the misses of a
+   timid one.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
 validation recall, criterion and test metrics, the choice and why) and
 ``fit_prior.png`` (the criterion and the validation recall against the prior of the
-main stage, :func:`~.estimate_file.main_stage`).
-Runs are resumable (:class:`~mmdet_pu.experiments.runs.Run`): the same command
-continues an interrupted fit.
+main stage, :func:`mmdet_pu.prior.estimate_file.main_stage`).
+Runs are resumable (:class:`~.runs.Run`): the same command continues an interrupted fit.
 """
 import json
 import os
 import os.path as osp
 import shutil
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from mmdet_pu.evaluation.comparison import load_report
-from mmdet_pu.experiments.reports import pyplot, save_figure, write_json
-from mmdet_pu.experiments.runs import Run, run_all
-from .estimate_file import main_stage
-from .selection import choose_by_pu_criterion, read_val_metrics
-from .versus import estimate_run
+from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_options,
+                                       estimated_shares, option_strings, stage_estimator)
+from mmdet_pu.prior.estimate_file import main_stage
+from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
+from .prior_versus import estimate_run
+from .reports import pyplot, save_figure, write_json
+from .runs import Run, run_all
 
 #: Factors (in odds) applied to the estimated shares: the candidate trainings.
 DEFAULT_FACTORS = (0.7, 2.0)
-#: The RoI head's estimator of the share of cells and its fallback.
-ROI_ESTIMATOR, ROI_FALLBACK = 'bbe', 'label_frequency'
-RPN_ESTIMATOR = 'label_frequency'
-#: The largest sum of the class priors a candidate may have (MultiPULoss needs < 1).
-MAX_TOTAL_PRIOR = 0.95
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
-
-
-def scale_odds(prior: float, factor: float) -> float:
-    """``prior`` with its odds multiplied by ``factor``."""
-    odds = factor * prior / (1 - prior)
-    return odds / (1 + odds)
-
-
-def _class_agnostic(stage: dict) -> bool:
-    """The stage is the RPN: one share, no ``per_class``."""
-    return not any('per_class' in estimate for estimate in stage['estimates'].values())
-
-
-def _estimator(report: dict, stage: dict, roi_estimator: str, rpn_estimator: str) -> str:
-    """The estimator a stage's share is taken from: ``rpn_estimator`` for the RPN;
-    ``roi_estimator`` for a stage that classifies, except that the stages of a dense or
-    cascade report (``detector``), which have the label frequency and the oracle only,
-    take :data:`ROI_FALLBACK` for Faster R-CNN's own RoI estimators."""
-    if _class_agnostic(stage):
-        return rpn_estimator
-    if 'detector' in report and roi_estimator not in ('label_frequency', 'oracle'):
-        return ROI_FALLBACK
-    return roi_estimator
-
-
-def estimated_shares(report: dict, roi_estimator: str = ROI_ESTIMATOR,
-                     rpn_estimator: str = RPN_ESTIMATOR) -> dict:
-    """``{stage: share}`` of an estimate report, in the order of its stages: per class a
-    list for a stage that classifies (Faster R-CNN's ``roi``; ``head``; ``roi0``, ...), by
-    default BBE (the label frequency where BBE has none, and in dense and cascade
-    stages); one share for the RPN, by default its label frequency, None when it has no
-    prior key (``'oracle'``: the shares with the complete labels)."""
-    shares = {}
-    for name, stage in report['stages'].items():
-        estimator = _estimator(report, stage, roi_estimator, rpn_estimator)
-        if _class_agnostic(stage):
-            shares[name] = None if stage['key'] is None else float(
-                stage['estimates'][estimator]['value'])
-            continue
-        values = []
-        for cls in report['classes']:
-            value = stage['estimates'][estimator]['per_class'][cls]['prior']
-            if value is None:
-                value = stage['estimates'][ROI_FALLBACK]['per_class'][cls]['prior']
-            values.append(float(value))
-        shares[name] = values
-    return shares
-
-
-def _round(name: str, value: float) -> float:
-    """A candidate class prior: 4 decimals in Faster R-CNN's RoI head (``roi``), 4
-    significant digits elsewhere (a dense head's priors are below 0.01)."""
-    return round(value, 4) if name == 'roi' else float(f'{value:.4g}')
-
-
-def candidate_options(report: dict, factor: float, shares: Optional[dict] = None,
-                      rpn_digits: int = 5) -> Dict[str, object]:
-    """``{key: value}`` that train every stage at ``factor`` times its share (in odds;
-    default :func:`estimated_shares`; the class priors rounded by :func:`_round`, the
-    RPN's to ``rpn_digits`` decimals), plus the report's other options (e.g.
-    ``custom_hooks=[]``, which leaves out a multi-class update rule: the class priors
-    are fixed)."""
-    shares = shares or estimated_shares(report)
-    keys = {name: stage['key'] for name, stage in report['stages'].items()}
-    options = {}
-    for option in report['cfg_options']:
-        key, value = option.split('=', 1)
-        if key not in keys.values():
-            options[key] = value
-    for name, share in shares.items():
-        key = keys[name]
-        if key is None:
-            continue
-        if not isinstance(share, list):  # the RPN
-            options[key] = round(scale_odds(share, factor), rpn_digits)
-            continue
-        values = [scale_odds(value, factor) for value in share]
-        if len(values) > 1 and sum(values) > MAX_TOTAL_PRIOR:
-            values = [value * MAX_TOTAL_PRIOR / sum(values) for value in values]
-        values = [_round(name, value) for value in values]
-        options[key] = values if key.endswith('.priors') else values[0]
-    return options
-
-
-def option_strings(options: Dict[str, object]) -> List[str]:
-    """``['key=value', ...]`` as ``--cfg-options`` takes them (lists without spaces)."""
-    def text(value):
-        return json.dumps(value, separators=(',', ':')) if isinstance(value, list) \
-            else str(value)
-    return [f'{key}={text(value)}' for key, value in options.items()]
 
 
 def factor_dir(factor: float) -> str:
@@ -254,8 +162,9 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     link_checkpoint(chosen['checkpoint'], final)
     summary = dict(
         config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
-        keys=keys, estimators={name: _estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
-                               for name, stage in report['stages'].items()},
+        keys=keys, estimators={
+            name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
+            for name, stage in report['stages'].items()},
         estimated_shares=shares,
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],

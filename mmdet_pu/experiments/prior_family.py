@@ -11,7 +11,7 @@ For each regime (one config, :data:`REGIMES`), in ``<work dir>/<regime>/``:
   :data:`GRID_FACTORS` (every stage alike), all six at the first seed and, at the
   others, the :data:`REPLICATED` values with the best test F1 at the first seed (the
   others are far from the best there and are reported at that seed);
-* ``fit/seed<K>``: the shipped workflow, :func:`mmdet_pu.prior.fit.fit_prior`, on the
+* ``fit/seed<K>``: the shipped workflow, :func:`~.prior_fit.fit_prior`, on the
   provisional run of that seed (linked, not trained again).
 
 Every run is tested on the complete test labels: F1 at 0.5, F1 at the
@@ -29,11 +29,12 @@ from typing import Callable, Dict, List, Sequence
 import numpy as np
 
 from mmdet_pu.evaluation.comparison import f1_of_run_at, load_report, validation_thr
-from mmdet_pu.experiments.reports import write_results
-from mmdet_pu.experiments.runs import Run, run_all
-from .fit import candidate_options, estimated_shares, fit_prior, option_strings
-from .selection import choose, choose_by_pu_criterion, read_val_metrics
-from .versus import estimate_run
+from mmdet_pu.prior.candidates import candidate_options, estimated_shares, option_strings
+from mmdet_pu.prior.selection import choose, choose_by_pu_criterion, read_val_metrics
+from .prior_fit import fit_prior
+from .prior_versus import estimate_run
+from .reports import write_results
+from .runs import Run, run_all
 
 #: Regime -> config (``configs/synthetic/``): the look and the annotation of the data.
 REGIMES = {

@@ -1,5 +1,5 @@
-"""The prior sweep of mmdet_pu.prior.sweep (tools/sweep_prior.py): grid, selection, and
-a tiny real sweep."""
+"""The prior sweep of mmdet_pu.experiments.prior_sweep (tools/sweep_prior.py): grid,
+selection, and a tiny real sweep."""
 import csv
 import json
 import os
@@ -10,10 +10,11 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from mmdet_pu.experiments.prior_sweep import (candidate_values, dry_run, format_summary,
+                                              narrow_grid, plan_sweep, run_sweep,
+                                              setup_sweep, trained_options)
 from mmdet_pu.prior.keys import find_prior_keys
 from mmdet_pu.prior.selection import check_sweep_config
-from mmdet_pu.prior.sweep import (candidate_values, dry_run, format_summary, narrow_grid,
-                                  plan_sweep, run_sweep, setup_sweep, trained_options)
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 PU_EXTRA = pu_model_extra(0.3, 0.3) + "val_evaluator = dict(type='CellDetMetric')\n"

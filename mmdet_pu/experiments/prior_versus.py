@@ -4,7 +4,7 @@
 Per seed K (``randomness.seed=K``), in ``<work dir>/seed<K>/``:
 
 1. **the sweep**: one training and test per value, in ``prior_<value>/``, the value set
-   at the sweep's keys (:func:`~.sweep.sweep_keys`);
+   at the sweep's keys (:func:`~.prior_sweep.sweep_keys`);
 2. **the estimate**: ``tools/estimate_prior.py`` (with the given options) on the
    checkpoint of the provisional value (default: the config's own prior; a sweep value,
    added to the values if missing), written to ``prior.json``;
@@ -17,7 +17,8 @@ resumable; an existing ``prior.json`` is reused.
 
 Reported per seed, from the runs' validation and test dumps: validation average recall
 and test average F1 of every run; the sweep's choice by validation average recall (the
-paper's criterion, ties to the smaller prior) and its recall band (:mod:`.selection`);
+paper's criterion, ties to the smaller prior) and its recall band
+(:mod:`mmdet_pu.prior.selection`);
 Lee & Liu's choice between the provisional and the estimate run (none when neither run
 detects a labeled validation cell); and the sweep value with the best test F1
 (hindsight, not a selection). For the estimate and for that choice, whether it agrees
@@ -32,13 +33,13 @@ from typing import Callable, Dict, Optional, Sequence
 import numpy as np
 
 from mmdet_pu.evaluation.comparison import load_report, metric
-from mmdet_pu.experiments.reports import write_results
-from mmdet_pu.experiments.runs import (Run, available_cores, log_tail, run_all, start_tool,
-                                       tool_command)
-from .estimate_file import Estimate, read_estimate
-from .keys import get_key
-from .selection import choose, choose_by_pu_criterion, read_val_metrics, recall_band
-from .sweep import sweep_keys, value_dir, value_options
+from mmdet_pu.prior.estimate_file import Estimate, read_estimate
+from mmdet_pu.prior.keys import get_key
+from mmdet_pu.prior.selection import (choose, choose_by_pu_criterion, read_val_metrics,
+                                      recall_band)
+from .prior_sweep import sweep_keys, value_dir, value_options
+from .reports import write_results
+from .runs import Run, available_cores, log_tail, run_all, start_tool, tool_command
 
 TEST_F1 = 'avg_f1'
 

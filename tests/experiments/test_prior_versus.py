@@ -1,5 +1,5 @@
-"""The estimate against the sweep (mmdet_pu.prior.versus, tools/estimate_vs_sweep.py):
-the per-seed comparison, the summary, and a tiny real study."""
+"""The estimate against the sweep (mmdet_pu.experiments.prior_versus,
+tools/estimate_vs_sweep.py): the per-seed comparison, the summary, and a tiny real study."""
 import json
 import math
 import os
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from mmdet_pu.prior import versus as study
+from mmdet_pu.experiments import prior_versus as study
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 ROI_KEY = 'model.roi_head.bbox_head.loss_cls.prior'

@@ -1,0 +1,63 @@
+"""The prior fit (mmdet_pu.experiments.prior_fit, tools/fit_prior.py): the command
+line's input errors, and a tiny real fit end to end."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from mmdet_pu.experiments import prior_fit as fit
+from mmdet_pu.prior.candidates import estimated_shares, scale_odds
+from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
+
+
+def test_command_line_input_errors(tmp_path):
+    config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
+    for args, message in ((['--factors', '0.5', '-1'], 'expected values > 0'),
+                          (['--factors', '2', '2'], '--factors repeat'),
+                          (['--cfg-options', 'randomness.seed=3'], 'set by --seeds')):
+        proc = subprocess.run([sys.executable, 'tools/fit_prior.py', config, *args,
+                               '--work-dir', str(tmp_path)], cwd=REPO, text=True,
+                              capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert proc.returncode == 2 and message in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
+    """Three trainings of 2 iterations: the provisional and the estimate x 0.5 and x 2."""
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=2, size=128)
+    config = write_tiny_config(
+        tmp_path / 'pu_tiny.py', data_root, extra=pu_model_extra(0.05, 0.3)
+        + "val_evaluator = dict(type='CellDetMetric')\ntest_evaluator = val_evaluator\n")
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
+    work = tmp_path / 'fit'
+    summary = fit.fit_prior(config, str(work), factors=(0.5, 2.0), jobs=2,
+                            echo=lambda msg: None)
+
+    estimate = json.loads((work / 'estimate.json').read_text())
+    assert estimate['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
+    shares = estimated_shares(estimate)
+    names = [row['name'] for row in summary['trainings']]
+    assert names == ['provisional', 'x0.5', 'x2']
+    for factor in (0.5, 2):
+        state = torch.load(work / f'x{factor:g}' / 'iter_2.pth', map_location='cpu',
+                           weights_only=False)['state_dict']
+        assert state['roi_head.bbox_head.loss_cls.prior'].item() == pytest.approx(
+            scale_odds(shares['roi'][0], factor), abs=1e-4)
+        assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
+            scale_odds(shares['rpn'], factor), abs=1e-5)
+    chosen = next(row for row in summary['trainings'] if row['name'] == summary['chosen'])
+    assert os.path.samefile(work / 'fit_prior.pth', chosen['checkpoint'])
+    written = json.loads((work / 'fit_prior.json').read_text())
+    assert written['chosen'] == summary['chosen'] and written['reason']
+    assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
+    print(fit.format_summary(summary))  # renders
+
+    mtimes = {p: p.stat().st_mtime for p in work.glob('*/iter_2.pth')}
+    again = fit.fit_prior(config, str(work), factors=(0.5, 2.0), echo=lambda msg: None)
+    assert again['chosen'] == summary['chosen']
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again

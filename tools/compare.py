@@ -36,14 +36,15 @@ test threshold, F1 at the threshold the run's validation selected (``pu_score_th
 the ``val_per_image.json`` beside the test dump, computed from the same test pass; ``-``
 for runs without one, counted in the note) and AP over every detection.
 
-The tables are built by :mod:`mmdet_pu.evaluation.comparison` (shared with
-``tools/repeat.py`` and ``tools/demo.py``); this script is its command line.
+The tables are built by :mod:`mmdet_pu.evaluation.comparison` and written by
+:mod:`mmdet_pu.evaluation.comparison_format` (shared with ``tools/repeat.py`` and
+``tools/demo.py``); this script is their command line.
 """
 import argparse
 import sys
 
-from mmdet_pu.evaluation.comparison import (compare, format_comparison, load_folds,
-                                            load_images)
+from mmdet_pu.evaluation.comparison import compare, load_folds, load_images
+from mmdet_pu.evaluation.comparison_format import format_comparison
 
 
 def parse_args(argv=None):

@@ -24,9 +24,10 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mmdet_pu.evaluation.comparison import (OVERALL, RANKING, build_table, draw_rates,
-                                            format_markdown, load_runs, ranking_dict,
-                                            ranking_footnote, ranking_titles, table_dict)
+from mmdet_pu.evaluation.comparison import OVERALL, RANKING, build_table, load_runs
+from mmdet_pu.evaluation.comparison_format import (draw_rates, format_markdown,
+                                                   ranking_dict, ranking_footnote,
+                                                   ranking_titles, table_dict)
 from .reports import pyplot, write_results
 from .repeat import plan_runs, run_plan
 from .runs import Run

@@ -19,9 +19,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from mmengine.config import Config
 
-from mmdet_pu.evaluation.comparison import (OVERALL, Comparison, compare, draw_rates,
-                                            format_comparison, load_runs, ranking_dict,
-                                            table_dict)
+from mmdet_pu.evaluation.comparison import OVERALL, Comparison, compare, load_runs
+from mmdet_pu.evaluation.comparison_format import (draw_rates, format_comparison,
+                                                   ranking_dict, table_dict)
 from mmdet_pu.launch import parse_cfg_options
 from .reports import pyplot, write_results as write_report
 from .runs import TOOLS_DIR, Run, fold_options, run_all, run_dir

@@ -13,7 +13,7 @@ from mmengine.structures import InstanceData
 from scipy import stats
 
 from mmdet.structures import DetDataSample
-from mmdet_pu.evaluation import CellDetMetric, comparison
+from mmdet_pu.evaluation import CellDetMetric, comparison, comparison_format
 from mmdet_pu.evaluation.rates import average_precision
 from mmdet_pu.evaluation.statistics import benjamini_hochberg
 from tests._data import REPO
@@ -115,7 +115,7 @@ def test_markdown_and_latex_output(fold_dirs):
                for name, folder in (('Baseline', 'base'), ('Proposed', 'pu'),
                                     ('Upper bound', 'upper'))]
     compared = comparison.compare(methods, 'Proposed', ['Upper bound'])
-    text = comparison.format_comparison(compared)
+    text = comparison_format.format_comparison(compared)
     lines = text.splitlines()
     assert lines[0].startswith('| Method | Recall mean | std | p |')
     base_row = next(line for line in lines if line.startswith('| Baseline'))
@@ -127,7 +127,7 @@ def test_markdown_and_latex_output(fold_dirs):
     assert base_row.split(' | ')[3] in ('*', '**', 'n.s.')
     assert 'Benjamini-Hochberg corrected over the 3 tests' in text
 
-    latex = comparison.format_comparison(compared, fmt='latex', show_p=True)
+    latex = comparison_format.format_comparison(compared, fmt='latex', show_p=True)
     assert latex.startswith('\\begin{tabular}{l ccc ccc ccc}')
     assert '\\multicolumn{3}{c}{Recall}' in latex and '\\textbf{' in latex
     rates_table = latex[:latex.index('\\end{tabular}') + len('\\end{tabular}')]
@@ -191,7 +191,7 @@ def test_per_image_mode_pairs_images_and_skips_undefined(tmp_path):
     adjusted = dict(zip(raw, benjamini_hochberg(list(raw.values()))))
     for key, q in adjusted.items():
         assert table[('other', *key)].p == pytest.approx(q)
-    md = comparison.format_markdown(table, methods)
+    md = comparison_format.format_markdown(table, methods)
     assert md.splitlines()[0].startswith('| Class | Method |')
     assert any(line.startswith('| lymphocyte | other |') for line in md.splitlines())
 
@@ -228,7 +228,7 @@ def test_runs_of_a_multi_class_method_with_the_mean_over_classes(tmp_path):
     f1_mean = [np.mean([f1(4, 1, 1), f1(2, 0, 2)]), np.mean([f1(3, 0, 2), f1(5, 1, 0)])]
     assert method.values[(comparison.OVERALL, 'f1')] == pytest.approx(f1_mean)
     table, num_tests = comparison.build_table([method], 'mpu')
-    data = comparison.table_dict(table, [method])
+    data = comparison_format.table_dict(table, [method])
     entry = data['mpu'][comparison.OVERALL]['f1']
     assert entry['mean'] == pytest.approx(np.mean(f1_mean))
     assert entry['std'] == pytest.approx(np.std(f1_mean, ddof=1))
@@ -323,11 +323,11 @@ def test_ranking_table_f1_at_the_validation_threshold_and_ap(tmp_path):
         assert compared.ranking[('ce', 'cell', measure)].p == pytest.approx(q)
     assert compared.ranking[('ce', 'cell', 'f1_val')].mean == pytest.approx(
         np.mean(expected['ce'][:2]))
-    text = comparison.format_comparison(compared)
+    text = comparison_format.format_comparison(compared)
     assert '| Method | F1 at 0.5 mean | std | p | F1 at val. thr. mean | std | p | AP mean' \
         in text
     assert '1 of 6 runs have no validation threshold' in text
-    data = comparison.ranking_dict(compared.ranking, compared.ranking_tests, methods)
+    data = comparison_format.ranking_dict(compared.ranking, compared.ranking_tests, methods)
     assert data['val_score_thrs'] == {'pu': [0.7] * 3, 'ce': [0.7, 0.7, None]}
     assert data['table']['ce']['cell']['f1_val']['values'][2] is None
 

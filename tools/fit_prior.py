@@ -1,16 +1,18 @@
-"""Fit the class prior of a config to its own data in at most three trainings.
+"""Fit the class prior of a config to its own data in at most four trainings.
 
 Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
-        [--jobs N] [--cfg-options KEY=VALUE ...]
+        [--no-self-train] [--jobs N] [--cfg-options KEY=VALUE ...]
 
 Trains the config as it is (the provisional detector), estimates each stage's share of
 cells from it on the training split (``tools/estimate_prior.py``; every stage of a
 Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
-the best Lee & Liu criterion on the validation split (recall^2 / detections per image):
-no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
+the best Lee & Liu criterion on the validation split (recall^2 / detections per image);
+then trains once more with that detector's confident detections on the training split
+added as pseudo-labels (self-training; ``--no-self-train`` leaves it out) and keeps the
+best of all by the same criterion: no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
 name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every
 training, the estimates, the choice and why; ``chosen_cfg_options`` trains it again),
 ``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
@@ -34,7 +36,7 @@ def odds_factor(text: str) -> float:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Fit the class prior of a config to its data (<= 3 trainings)',
+        description='Fit the class prior of a config to its data (<= 4 trainings)',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument('config', help='a PU config (binary or multi-class; Faster '
                         'R-CNN, Cascade R-CNN or a dense detector)')
@@ -43,6 +45,8 @@ def parse_args(argv=None):
                         default=list(DEFAULT_FACTORS),
                         help='odds factors on the estimated shares, one training each '
                         f'(default: {" ".join(map(str, DEFAULT_FACTORS))})')
+    parser.add_argument('--no-self-train', dest='self_train', action='store_false',
+                        help='leave out the self-training (three trainings at most)')
     parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
     parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='passed to every training, test and estimate')
@@ -60,7 +64,7 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
-                            args.factors, args.jobs,
+                            args.factors, args.jobs, self_train=args.self_train,
                             echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
         sys.exit(f'[fit_prior] {error}')

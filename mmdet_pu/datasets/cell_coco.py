@@ -1,4 +1,5 @@
 """COCO-style cell dataset written by ``data_prep/prepare.py``, with seeded deletion."""
+import json
 import logging
 import os.path as osp
 import statistics
@@ -22,6 +23,23 @@ PREPARED_DATASETS = ('mitos14', 'crchisto', 'tupac', 'nucls', 'synthetic')
 MPP_SPREAD = 0.05
 
 
+def read_pseudo_labels(path):
+    """``{file_name: [[x1, y1, x2, y2, label], ...]}`` of a pseudo-label file (``{}``
+    for None); ValueError naming the file and the entry that is not such a list."""
+    if path is None:
+        return {}
+    with open(path) as f:
+        images = json.load(f).get('images')
+    if not isinstance(images, dict):
+        raise ValueError(f'{path}: expected {{"images": {{file_name: [[x1, y1, x2, y2, '
+                         'label], ...]}}}}')
+    for name, cells in images.items():
+        if not all(isinstance(c, list) and len(c) == 5 for c in cells):
+            raise ValueError(f'{path}: images[{name!r}] must be a list of [x1, y1, x2, '
+                             'y2, label]')
+    return images
+
+
 @DATASETS.register_module()
 class CellCocoDataset(CocoDataset):
     """Cell detection dataset in the layout of docs/design.md.
@@ -41,6 +59,10 @@ class CellCocoDataset(CocoDataset):
       and ``tiles`` (the tile grid of a whole test image; one tile covering the image
       otherwise) and ``file_name``; each instance keeps the annotation's own fields
       (``point``, ``score``, TUPAC's ``original``, ...).
+    * ``pseudo_labels``: a JSON file of further cells per image (the self-training of
+      ``tools/fit_prior.py``, :mod:`mmdet_pu.experiments.pseudo_labels`), added after the
+      deletion as instances with ``pseudo=True``: ``{"images": {file_name: [[x1, y1,
+      x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based).
     * A missing ``ann_file`` raises an error naming the ``data_prep/prepare.py`` command
       that writes it: ``prepare_cmd`` if given, else one derived from ``data_root``.
     * ``metainfo['mpp']``: the training resolution in micrometres per pixel, the median
@@ -54,11 +76,14 @@ class CellCocoDataset(CocoDataset):
     Args:
         deletion (dict | None): deletion scheme config.
         prepare_cmd (str | None): command that prepares this dataset (for the error).
+        pseudo_labels (str | None): JSON file of pseudo-labeled cells.
     """
 
-    def __init__(self, *args, deletion=None, prepare_cmd=None, **kwargs):
+    def __init__(self, *args, deletion=None, prepare_cmd=None, pseudo_labels=None,
+                 **kwargs):
         self.deletion = build_deletion(deletion)
         self.prepare_cmd = prepare_cmd
+        self.pseudo_labels = read_pseudo_labels(pseudo_labels)
         super().__init__(*args, **kwargs)
 
     def _missing_file_help(self):
@@ -134,6 +159,9 @@ class CellCocoDataset(CocoDataset):
         if self.deletion is not None and anns:
             anns = [anns[i] for i in self.deletion.keep(img_info['file_name'], anns)]
         data_info['instances'] = [self._instance(ann) for ann in anns]
+        for *bbox, label in self.pseudo_labels.get(img_info['file_name'], ()):
+            data_info['instances'].append(dict(bbox=list(bbox), bbox_label=int(label),
+                                               ignore_flag=0, pseudo=True))
         return data_info
 
     def _is_valid(self, ann, width, height):

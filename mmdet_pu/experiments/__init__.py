@@ -6,8 +6,10 @@
 * :mod:`.demo` -- the embedded demo, a preset of :mod:`.repeat` (``tools/demo.py``);
 * :mod:`.prior_sweep` -- the grid search of pi on the validation set
   (``tools/sweep_prior.py``);
-* :mod:`.prior_fit` -- pi fitted to a config's own data in at most three trainings
-  (``tools/fit_prior.py``);
+* :mod:`.prior_fit` -- pi fitted to a config's own data and a self-training round, in
+  at most four trainings (``tools/fit_prior.py``);
+* :mod:`.pseudo_labels` -- a detector's confident detections on the training split as
+  labels for self-training;
 * :mod:`.prior_versus` -- the estimate against the sweep over seeds
   (``tools/estimate_vs_sweep.py``);
 * :mod:`.prior_family` -- every prior rule across a family of synthetic regimes

@@ -1,4 +1,4 @@
-"""Fit the class prior of a config to its own data in at most three trainings
+"""Fit the class prior of a config to its own data in at most four trainings
 (``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
 synthetic regimes").
 
@@ -18,7 +18,13 @@ In ``<work dir>``:
    on the validation split, r^2 / detections per image at the test score threshold
    (:func:`mmdet_pu.prior.selection.choose_by_pu_criterion`), which needs only the
    labeled cells and sees the false positives of a bold prior as well as the misses of a
-   timid one.
+   timid one;
+5. ``self_trained/`` (unless ``self_train=False``): the chosen detector's confident
+   detections on the training split (score at least the threshold its validation
+   selected, :mod:`mmdet_pu.experiments.pseudo_labels`) are added to the training labels as
+   pseudo-labels (``pseudo_labels.json``), and the config is trained once more at the
+   chosen priors; the criterion then chooses among all the trainings
+   (docs/method.md#self-training).
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
@@ -39,11 +45,14 @@ from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_o
 from mmdet_pu.prior.estimate_file import main_stage
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
 from .prior_versus import estimate_run
+from .pseudo_labels import write_pseudo_labels
 from .reports import pyplot, save_figure, write_json
 from .runs import Run, run_all
 
 #: Factors (in odds) applied to the estimated shares: the candidate trainings.
 DEFAULT_FACTORS = (0.7, 2.0)
+#: The lowest score a pseudo-label may have, whatever the validation selected.
+SELF_TRAIN_MIN_SCORE = 0.5
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
 
 
@@ -62,8 +71,25 @@ def _row(index: int, run: Run, priors: Dict[str, object]) -> dict:
     head = f'{report["prefix"]}/' if report.get('prefix') else ''
     test = {name: report['metrics'].get(head + name) for name in TEST_METRICS}
     return dict(name=run.name, prior=index, run_dir=run.work_dir, priors=priors,
-                val_recall=val['avg_recall'], counts=val['counts'], test=test,
-                checkpoint=run.last_checkpoint())
+                val_recall=val['avg_recall'], val_score_thr=val['pu_score_thr'],
+                counts=val['counts'], test=test, checkpoint=run.last_checkpoint())
+
+
+def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
+                      echo: Callable[[str], None]) -> Run:
+    """The training on the labels plus ``chosen``'s pseudo-labels (``options``: the
+    chosen training's own), the file written first if absent."""
+    pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
+    if not osp.isfile(pseudo):
+        score_thr = max(SELF_TRAIN_MIN_SCORE, chosen['val_score_thr'] or 0.0)
+        found = write_pseudo_labels(config, chosen['checkpoint'], pseudo, options,
+                                    score_thr=score_thr)
+        echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
+             f'labeled ones on {found["num_images"]} training images (score >= '
+             f'{score_thr:g}, {chosen["name"]})')
+    return Run(config, osp.join(work_dir, 'self_trained'),
+               [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}'],
+               name='self_trained')
 
 
 def link_checkpoint(source: str, target: str) -> None:
@@ -110,7 +136,7 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
 
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
-              echo: Callable[[str], None] = print) -> dict:
+              self_train: bool = True, echo: Callable[[str], None] = print) -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     Raises:
@@ -145,19 +171,17 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     rows += [_row(i, run, {stage: candidates[factor].get(key)
                            for stage, key in keys.items()})
              for i, (factor, run) in enumerate(runs.items(), start=1)]
-    reason = ("the best Lee & Liu criterion (recall^2 / detections per image at the test "
-              'score threshold, normalised by its best over the trainings) on the '
-              'validation split')
-    try:
-        chosen = choose_by_pu_criterion(rows)
-    except RuntimeError:
-        chosen = rows[0]
-        for row in rows:
-            row['pu_criterion'] = 0.0
-        reason = ('no training detects a labeled validation cell at the test score '
-                  'threshold, so the criterion cannot choose: the provisional is kept '
-                  '(train longer, or check the labels)')
-        echo(f'warning: {reason}')
+    run_options = {'provisional': options}
+    run_options.update({run.name: run.options for run in runs.values()})
+    chosen, reason = _choose(rows, echo)
+    if self_train and chosen['checkpoint']:
+        run = self_training_run(config, work_dir, run_options[chosen['name']], chosen,
+                                echo)
+        echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
+        run_all([run], jobs=1, echo=echo)
+        run_options[run.name] = run.options
+        rows.append(_row(len(rows), run, dict(chosen['priors'])))
+        chosen, reason = _choose(rows, echo)
     final = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], final)
     summary = dict(
@@ -169,14 +193,32 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],
         chosen=chosen['name'], checkpoint=final,
-        chosen_cfg_options=[] if chosen['name'] == 'provisional' else option_strings(
-            candidates[factors[[factor_dir(f) for f in factors].index(chosen['name'])]]),
+        chosen_cfg_options=[option for option in run_options[chosen['name']]
+                            if option not in options],
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
     stage = main_stage(report)
     save_figure(draw_fit(rows, chosen, stage, keys[stage], shares),
                 osp.join(work_dir, 'fit_prior.png'))
     return summary
+
+
+def _choose(rows: List[dict], echo: Callable[[str], None]):
+    """``(row, reason)``: the best Lee & Liu criterion, or the first row when no training
+    detects a labeled validation cell."""
+    try:
+        return choose_by_pu_criterion(rows), (
+            "the best Lee & Liu criterion (recall^2 / detections per image at the test "
+            'score threshold, normalised by its best over the trainings) on the '
+            'validation split')
+    except RuntimeError:
+        for row in rows:
+            row['pu_criterion'] = 0.0
+        reason = ('no training detects a labeled validation cell at the test score '
+                  'threshold, so the criterion cannot choose: the provisional is kept '
+                  '(train longer, or check the labels)')
+        echo(f'warning: {reason}')
+        return rows[0], reason
 
 
 def format_summary(summary: dict) -> str:

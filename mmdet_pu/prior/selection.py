@@ -49,7 +49,9 @@ def check_sweep_config(cfg, config_file, keys):
 def read_val_metrics(run_dir):
     """Summary metrics of the run's last validation, or None if it has none yet.
 
-    Also ``counts``: per class the labeled cells matched (``tp``), the detections
+    Also ``pu_score_thr``, the score threshold the validation selected with its PU
+    criterion (None when it has none), and ``counts``: per class the labeled cells
+    matched (``tp``), the detections
     (``detections``) and the labeled cells (``num_gt``) over the validation images (the
     metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
     criterion needs.
@@ -67,6 +69,9 @@ def read_val_metrics(run_dir):
                   for k in ('tp', 'fp', 'fn'))
     metrics['counts'] = dict(tp=tp, detections=tp + fp, num_gt=tp + fn,
                              num_images=len(report['images']))
+    score_thr = report['metrics'].get(head + 'pu_score_thr')
+    metrics['pu_score_thr'] = None if score_thr is None or math.isnan(score_thr) \
+        else float(score_thr)
     return metrics
 
 

@@ -194,3 +194,23 @@ def test_classes_missing_from_the_file_are_an_error(tmp_path):
     with pytest.raises(ValueError, match=r"only 0 of the config's classes \('mitosis',\)"):
         DATASETS.build(cfg)
     assert len(DATASETS.build(dict(cfg, metainfo=dict(classes=('cell0', ))))) == 1
+
+
+def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tmp_path):
+    deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
+    plain = _dataset(synthetic_root, deletion=deletion)
+    name = plain[0]['file_name']
+    pseudo = tmp_path / 'pseudo.json'
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0], [20, 20, 30, 32, 0]]},
+                                  'pseudo': 2}))
+    with_pseudo = _dataset(synthetic_root, deletion=deletion, pseudo_labels=str(pseudo))
+    kept = plain[0]['instances']
+    added = with_pseudo[0]['instances'][len(kept):]
+    assert with_pseudo[0]['instances'][:len(kept)] == kept
+    assert [(a['bbox'], a['bbox_label'], a['pseudo']) for a in added] == [
+        ([1, 2, 11, 12], 0, True), ([20, 20, 30, 32], 0, True)]
+    assert all(with_pseudo[i] == plain[i] for i in range(1, len(plain)))
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12]]}}))
+    with pytest.raises(ValueError, match=r'pseudo\.json: images\[.*\] must be a list of '
+                                         r'\[x1, y1, x2, y2, label\]'):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo))

@@ -26,7 +26,8 @@ def test_command_line_input_errors(tmp_path):
 
 
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
-    """Three trainings of 2 iterations: the provisional and the estimate x 0.5 and x 2."""
+    """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
+    the self-training from the chosen one."""
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(
@@ -42,7 +43,13 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert estimate['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
     shares = estimated_shares(estimate)
     names = [row['name'] for row in summary['trainings']]
-    assert names == ['provisional', 'x0.5', 'x2']
+    assert names == ['provisional', 'x0.5', 'x2', 'self_trained']
+    pseudo = json.loads((work / 'pseudo_labels.json').read_text())
+    assert pseudo['score_thr'] >= fit.SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2
+    assert pseudo['pseudo'] == sum(map(len, pseudo['images'].values()))
+    record = json.loads((work / 'self_trained' / 'run.json').read_text())
+    assert f'train_dataloader.dataset.pseudo_labels={work / "pseudo_labels.json"}' in \
+        json.dumps(record)
     for factor in (0.5, 2):
         state = torch.load(work / f'x{factor:g}' / 'iter_2.pth', map_location='cpu',
                            weights_only=False)['state_dict']

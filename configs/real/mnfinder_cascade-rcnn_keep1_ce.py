@@ -1,0 +1,13 @@
+# Real fluorescence nuclei (mnfinder), random keep-1 deletion, slim Cascade R-CNN on CPU: the
+# detector's own loss, the baseline. The parent of every mnfinder slim Cascade R-CNN experiment
+# (prepare the data: see the dataset base).
+_base_ = [
+    '../_base_/models/cascade-rcnn_r18-slim_fpn.py',
+    '../_base_/datasets/mnfinder.py',
+    '../_base_/deletion/keep1_random.py',
+    '../_base_/schedules/cpu_short.py',
+    '../_base_/default_runtime.py',
+]
+model = dict(roi_head=dict(bbox_head=[
+    dict(head, num_classes=_base_.num_classes)
+    for head in _base_.model.roi_head.bbox_head]))

@@ -74,7 +74,6 @@ and what became of each (``cell: <class>``, ``region``, ``ignored area``, ``skip
 ``OUT/qupath_report.json``.
 """
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -82,7 +81,7 @@ from data_prep.points import check_points_inside, read_point_table
 from data_prep.qupath_crops import source_images, split_by_region_if_needed
 from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
                                      report_lines, totals)
-from data_prep.splits import split_groups
+from data_prep.splits import compile_pattern, split_groups
 from data_prep.writer import add_common_arguments, write_dataset
 from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
 from mmdet_pu.io.geometry import box_gap, box_meets_image
@@ -330,11 +329,7 @@ def compile_group_regex(text):
     """The pattern of ``--group-regex``, ``None`` without one; it needs a group."""
     if text is None:
         return None
-    try:
-        pattern = re.compile(text)
-    except re.error as err:
-        raise ValueError(f'--group-regex {text!r}: not a valid regular expression '
-                         f'({err})') from err
+    pattern = compile_pattern(text, '--group-regex')
     if pattern.groups < 1:
         raise ValueError(f'--group-regex {text!r}: needs a group (...) for the slide key')
     return pattern

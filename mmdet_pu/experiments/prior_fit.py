@@ -39,10 +39,13 @@ import os.path as osp
 import shutil
 from typing import Callable, Dict, List, Sequence
 
+from mmengine.config import Config
+
 from mmdet_pu.evaluation.comparison import load_report
 from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_options,
                                        estimated_shares, option_strings, stage_estimator)
 from mmdet_pu.prior.estimate_file import main_stage
+from mmdet_pu.prior.keys import type_name
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
 from .prior_versus import estimate_run
 from .pseudo_labels import write_pseudo_labels
@@ -73,6 +76,16 @@ def _row(index: int, run: Run, priors: Dict[str, object]) -> dict:
     return dict(name=run.name, prior=index, run_dir=run.work_dir, priors=priors,
                 val_recall=val['avg_recall'], val_score_thr=val['pu_score_thr'],
                 counts=val['counts'], test=test, checkpoint=run.last_checkpoint())
+
+
+def check_self_training(config: str) -> None:
+    """ValueError unless the config trains on a ``CellCocoDataset`` (the dataset that
+    takes pseudo-labels)."""
+    dataset = Config.fromfile(config).train_dataloader.dataset
+    if type_name(dataset) != 'CellCocoDataset':
+        raise ValueError(f'{config}: self-training adds pseudo-labels through '
+                         f'CellCocoDataset, but train_dataloader.dataset is a '
+                         f'{type_name(dataset)}; train without it (--no-self-train)')
 
 
 def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
@@ -146,6 +159,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     """
     if not factors or any(not f > 0 for f in factors) or len(set(factors)) != len(factors):
         raise ValueError(f'factors must be distinct and > 0, got {list(factors)}')
+    if self_train:
+        check_self_training(config)
     options = [*cfg_options, f'randomness.seed={seed}']
     provisional = Run(config, osp.join(work_dir, 'provisional'), options,
                       name='provisional')

@@ -9,6 +9,7 @@ them). The file it writes is what ``CellCocoDataset(pseudo_labels=...)`` adds to
 training labels: ``{"images": {file_name: [[x1, y1, x2, y2, label], ...]}, ...}``.
 No complete label is read.
 """
+import os.path as osp
 from typing import Sequence
 
 import numpy as np
@@ -52,7 +53,8 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
         labeled += len(cells)
         found = new_cells(cells, detect(model, batch)[0], score_thr)
         if len(found):
-            name = dataset.get_data_info(idx)['file_name']
+            name = osp.relpath(dataset.get_data_info(idx)['img_path'],
+                               dataset.data_prefix['img'])
             images[name] = [[round(float(v), 2) for v in box[:4]] + [int(box[4])]
                             for box in found]
     summary = dict(num_images=len(dataset), labeled=labeled,

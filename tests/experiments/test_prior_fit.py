@@ -32,7 +32,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(
         tmp_path / 'pu_tiny.py', data_root, extra=pu_model_extra(0.05, 0.3)
-        + "val_evaluator = dict(type='CellDetMetric')\ntest_evaluator = val_evaluator\n")
+        + "val_evaluator = dict(type='CellDetMetric')\ntest_evaluator = val_evaluator\n"
+        # the dataset that takes pseudo-labels (self-training)
+        + "train_dataloader['dataset']['type'] = 'CellCocoDataset'\n")
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
         filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
     work = tmp_path / 'fit'

@@ -5,7 +5,9 @@
 * :mod:`.slides` -- region reads of whole slides, any pyramid level (OpenSlide, tifffile);
 * :mod:`.tiling` -- tile grids over an image and the cells that fall in each tile;
 * :mod:`.qupath` -- QuPath GeoJSON, read and written;
-* :mod:`.atomic` -- files and directories that appear complete or not at all.
+* :mod:`.atomic` -- files and directories that appear complete or not at all;
+* :mod:`.records` -- records of finished work, from which reruns resume;
+* :mod:`.detection_writers` -- a slide's detections as QuPath GeoJSON and a CSV of cells.
 
 The modules import numpy, tifffile and OpenCV/PIL, never torch or mmdet, and OpenSlide
 only when a slide is opened.

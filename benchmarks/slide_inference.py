@@ -58,11 +58,13 @@ import mmdet_pu  # noqa: E402,F401
 from data_prep.synthetic import generate_image  # noqa: E402
 from mmdet.registry import MODELS  # noqa: E402
 from mmdet.structures import DetDataSample  # noqa: E402
-from mmdet_pu.apis.cohort import (CohortSettings, find_cohort, init_distributed,  # noqa: E402
-                                  run_cohort)
+from mmdet_pu.apis.cohort import run_cohort  # noqa: E402
+from mmdet_pu.apis.cohort_plan import find_cohort  # noqa: E402
+from mmdet_pu.apis.cohort_settings import CohortSettings  # noqa: E402
 from mmdet_pu.apis.slide import infer_slide  # noqa: E402
 from mmdet_pu.io.slides import open_slide  # noqa: E402
 from mmdet_pu.io.tiling import tile_grid  # noqa: E402
+from mmdet_pu.launch import init_distributed  # noqa: E402
 
 MODEL_CFG = REPO / 'configs' / '_base_' / 'models' / 'faster-rcnn_r18-slim_fpn.py'
 GLASS = np.array([242, 242, 240], np.uint8)

@@ -1,12 +1,16 @@
-"""Config loading, runner building and launch settings shared by the tools."""
+"""Config loading, runner building, process groups and command-line values shared by
+the tools."""
 import argparse
 import logging
 import os
 import os.path as osp
+from datetime import timedelta
+from typing import Optional, Tuple
 
 import torch
 import torch.distributed as dist
 from mmengine.config import Config, DictAction
+from mmengine.dist import get_dist_info, init_dist
 from mmengine.logging import print_log
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
@@ -16,6 +20,9 @@ from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.score_threshold import read_validation_thr
 
 LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
+#: Timeout of the process group of :func:`init_distributed`: its final barrier waits for
+#: the slowest process.
+DIST_TIMEOUT = timedelta(days=7)
 
 
 def add_launcher_arguments(parser) -> None:
@@ -83,18 +90,99 @@ def use_cpu_distributed(cfg):
     is created here from the launcher's environment (``torchrun`` sets it; mmengine then
     skips its initialisation) and DDP is told the model lives on the CPU.
     """
-    if cfg.launcher != 'pytorch':
-        raise RuntimeError(f'--launcher {cfg.launcher} without a GPU is not supported; '
-                           'use torchrun with --launcher pytorch for CPU runs')
+    join_cpu_process_group(cfg.launcher)
     cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
-    if not dist.is_initialized():
-        dist.init_process_group(backend='gloo')
     wrapper = dict(type='MMDistributedDataParallel', broadcast_buffers=False,
                    find_unused_parameters=cfg.get('find_unused_parameters', False))
     wrapper.update(cfg.get('model_wrapper_cfg', None) or {})
     wrapper['device_ids'] = None
     cfg.model_wrapper_cfg = wrapper
 
+
+def join_cpu_process_group(launcher: str, timeout: Optional[timedelta] = None) -> None:
+    """Join the gloo process group of a CPU run from torchrun's environment (unless this
+    process is in one already): the one process-group setup without a GPU, for training
+    (:func:`use_cpu_distributed`) and for :func:`init_distributed`.
+
+    Raises:
+        ValueError: ``launcher`` is not ``'pytorch'`` (torchrun).
+    """
+    if launcher != 'pytorch':
+        raise ValueError(f'--launcher {launcher} without a GPU is not supported; start '
+                         'the processes with torchrun (--launcher pytorch) for CPU runs')
+    if not dist.is_initialized():
+        dist.init_process_group(backend='gloo', timeout=timeout)
+
+
+def init_distributed(launcher: str, timeout: timedelta = DIST_TIMEOUT) -> Tuple[int, int]:
+    """Join the process group of ``launcher`` (``'none'``, ``'pytorch'``: torchrun,
+    ``'slurm'``: srun) for a job that only exchanges objects and waits at its end (a
+    cohort of slides); returns ``(rank, world_size)``.
+
+    The group uses gloo: on GPUs through mmengine's ``init_dist`` (which also picks the
+    process's GPU, ``LOCAL_RANK``), on CPUs from torchrun's environment
+    (:func:`join_cpu_process_group`). ``timeout`` bounds the wait of the final barrier
+    for the slowest process.
+
+    Raises:
+        ValueError: an unknown launcher, or Slurm without a GPU.
+    """
+    if launcher == 'none':
+        return 0, 1
+    if launcher not in ('pytorch', 'slurm'):
+        raise ValueError(f'--launcher must be none, pytorch or slurm, got {launcher!r}')
+    if not dist.is_initialized():
+        if torch.cuda.is_available():
+            init_dist(launcher, backend='gloo', timeout=int(timeout.total_seconds()))
+        else:
+            join_cpu_process_group(launcher, timeout)
+    return get_dist_info()
+
+
+def close_distributed() -> None:
+    """Leave the process group of :func:`init_distributed` (if any)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------ command-line values --
+
+def parse_roi(text):
+    """argparse type: ``'x,y,w,h'`` -> a tuple of four ints (QuPath's level-0 pixels)."""
+    try:
+        x, y, w, h = (int(v) for v in text.split(','))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected x,y,w,h (four integers), got {text!r}')
+    if w <= 0 or h <= 0 or x < 0 or y < 0:
+        raise argparse.ArgumentTypeError(f'expected x, y >= 0 and w, h > 0, got {text!r}')
+    return x, y, w, h
+
+
+def int_at_least(minimum):
+    """argparse type: an integer >= ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}')
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f'expected an integer >= {minimum}, got {value}')
+        return value
+    return parse
+
+
+def positive_float(text):
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}')
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}')
+    return value
+
+
+# --------------------------------------------------------------- score threshold --
 
 def validation_score_thr(checkpoint: str) -> float:
     """``pu_score_thr`` of the validation dump beside ``checkpoint``

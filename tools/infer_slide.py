@@ -36,53 +36,19 @@ process 0 only), 2 for bad input (``infer_slide.py: error: <message>``).
 """
 import argparse
 import sys
-import warnings
-from pathlib import Path
 
 from mmengine.config import DictAction
 
-from mmdet_pu.apis.cohort import (FRAMES, CohortSettings, close_distributed, find_cohort,
-                                  init_distributed, run_cohort)
-from mmdet_pu.apis.slide import init_slide_model, slide_defaults
+from mmdet_pu.apis.cohort import run_cohort
+from mmdet_pu.apis.cohort_plan import find_cohort
+from mmdet_pu.apis.cohort_settings import FRAMES, model_settings, run_identity
+from mmdet_pu.apis.slide_model import init_slide_model
 from mmdet_pu.apis.tissue import TissueMaskConfig
+from mmdet_pu.launch import (close_distributed, init_distributed, int_at_least, parse_roi,
+                             positive_float)
 
 #: Exit status when some slides failed.
 EXIT_FAILED = 3
-
-
-def parse_roi(text):
-    """``'x,y,w,h'`` -> a tuple of four ints (QuPath's level-0 pixels)."""
-    try:
-        x, y, w, h = (int(v) for v in text.split(','))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected x,y,w,h (four integers), got {text!r}')
-    if w <= 0 or h <= 0 or x < 0 or y < 0:
-        raise argparse.ArgumentTypeError(f'expected x, y >= 0 and w, h > 0, got {text!r}')
-    return x, y, w, h
-
-
-def int_at_least(minimum):
-    """argparse type: an integer >= ``minimum``."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}')
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f'expected an integer >= {minimum}, got {value}')
-        return value
-    return parse
-
-
-def positive_float(text):
-    """argparse type: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}')
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}')
-    return value
 
 
 def parse_args(argv=None):
@@ -147,17 +113,6 @@ def parse_args(argv=None):
     return parser, parser.parse_args(argv)
 
 
-def default_device(requested, world_size):
-    """``--device``, else this process's GPU (``cuda`` after the launcher picked it)
-    when one is available, else ``cpu``."""
-    import torch
-    if requested:
-        return requested
-    if torch.cuda.is_available():
-        return f'cuda:{torch.cuda.current_device()}' if world_size > 1 else 'cuda'
-    return 'cpu'
-
-
 def main(argv=None):
     parser, args = parse_args(argv)
     try:
@@ -165,36 +120,22 @@ def main(argv=None):
             args.tissue_downsample, args.tissue_saturation, args.tissue_od,
             args.tissue_dilate)
         slides = find_cohort(args.slides)
-        rank, world_size = init_distributed(args.launcher)
-        model = init_slide_model(args.config, args.checkpoint,
-                                 default_device(args.device, world_size), args.cfg_options)
-        target_mpp = args.target_mpp or model.dataset_meta.get('mpp')
-        if target_mpp is None and rank == 0:
-            warnings.warn(f'{args.checkpoint}: the training resolution is unknown (no mpp '
-                          "in the checkpoint's dataset_meta nor in the config's metainfo); "
-                          f'slides are read at level {args.level or 0} as they are; set '
-                          '--target-mpp to resample them')
-        defaults = slide_defaults(model.cfg)
-        settings = CohortSettings(
-            roi=args.roi, frame=args.frame, level=args.level, target_mpp=target_mpp,
-            tile_size=args.tile or defaults['tile_size'], overlap=args.overlap,
-            batch_size=args.batch_size, score_thr=args.score_thr,
-            nms_iou=defaults['nms_iou'] if args.nms_iou is None else args.nms_iou,
-            class_agnostic=defaults['class_agnostic'], tissue=tissue)
-        checkpoint = Path(args.checkpoint).resolve()
-        identity = dict(config=str(Path(args.config).resolve()), checkpoint=str(checkpoint),
-                        checkpoint_bytes=checkpoint.stat().st_size,
-                        cfg_options=args.cfg_options)
-        summary = run_cohort(model, slides, args.out, settings, identity,
+        rank, _ = init_distributed(args.launcher)
+        model = init_slide_model(args.config, args.checkpoint, args.device, args.cfg_options)
+        settings = model_settings(
+            model, args.checkpoint, target_mpp=args.target_mpp, tile_size=args.tile,
+            nms_iou=args.nms_iou, roi=args.roi, frame=args.frame, level=args.level,
+            overlap=args.overlap, batch_size=args.batch_size, score_thr=args.score_thr,
+            tissue=tissue)
+        summary = run_cohort(model, slides, args.out, settings,
+                             run_identity(args.config, args.checkpoint, args.cfg_options),
                              overwrite=args.overwrite, progress=not args.no_progress)
     except (ValueError, OSError) as err:
         parser.error(str(err))
     finally:
         close_distributed()
     if rank == 0:
-        print(f'{len(summary.done)} done, {len(summary.failed)} failed, '
-              f'{len(summary.pending)} pending of {len(slides)} slides '
-              f'({len(summary.skipped)} finished before); {summary.manifest}', flush=True)
+        print(summary.describe(), flush=True)
         if summary.failed:
             print(f'failed: {", ".join(summary.failed)} (errors in {summary.manifest})',
                   file=sys.stderr, flush=True)

@@ -28,7 +28,8 @@ new       none of these                                                   both
 
 ``run.json`` also records the config and ``--cfg-options`` the run was started with; a
 work dir holding a run of another config or other options is an error, never silently
-reused (the contents of the config file itself are not compared).
+reused (the contents of the config file itself are not compared). ``run.json`` is a
+record of :mod:`mmdet_pu.io.records`, the package's one store of finished work.
 """
 import json
 import os
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from mmdet_pu.evaluation.cell_metric import report_path
-from mmdet_pu.io.atomic import write_json_atomic
+from mmdet_pu.io.records import discard, read_record, write_record
 
 #: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).
 TOOLS_DIR = Path(__file__).resolve().parents[2] / 'tools'
@@ -161,10 +162,6 @@ def fold_options(cfg, fold: int, source: str = 'config') -> List[str]:
     return options
 
 
-def _write_json(path: str, data: dict) -> None:
-    write_json_atomic(path, data, indent=1)
-
-
 class Run:
     """One config trained and tested in its own work dir.
 
@@ -196,11 +193,8 @@ class Run:
 
     # -- what is there -------------------------------------------------------------
     def record(self) -> Optional[dict]:
-        """The content of ``run.json``, or None."""
-        if not osp.isfile(self.record_file):
-            return None
-        with open(self.record_file) as f:
-            return json.load(f)
+        """The content of ``run.json``, or None (absent or unreadable)."""
+        return read_record(self.record_file)
 
     def check_record(self) -> None:
         """Raise if the work dir holds a run of another config or other options."""
@@ -240,8 +234,7 @@ class Run:
         """Make the run start anew: remove ``run.json`` and ``last_checkpoint`` (the
         checkpoints, logs and dumps stay until the new run overwrites them)."""
         for path in (self.record_file, osp.join(self.work_dir, 'last_checkpoint')):
-            if osp.isfile(path):
-                os.remove(path)
+            discard(path)
 
     @property
     def train_seconds(self) -> Optional[float]:
@@ -300,8 +293,8 @@ class Run:
             self._start_test()
             return
         command = self.train_command()
-        _write_json(self.record_file,
-                    dict(config=self.config, options=self.options, trained=False))
+        write_record(self.record_file,
+                     dict(config=self.config, options=self.options, trained=False))
         self.stage, self._started = 'train', time.time()
         self._spawn(command, threads)
 
@@ -322,7 +315,7 @@ class Run:
             if not osp.isfile(osp.join(self.work_dir, 'last_checkpoint')):
                 self.error = f'training wrote no checkpoint into {self.work_dir}'
                 return 'failed'
-            _write_json(self.record_file, dict(
+            write_record(self.record_file, dict(
                 config=self.config, options=self.options, trained=True,
                 train_seconds=round(time.time() - self._started, 1)))
             if not self.test:

@@ -10,7 +10,10 @@
 * :mod:`.geometry` -- polygons and boxes: points inside, pixel masks, bounds, merging;
 * :mod:`.qupath` -- QuPath GeoJSON, read and written (a package: naming, classes,
   parser, reader, writer);
-* :mod:`.atomic` -- files and directories that appear complete or not at all.
+* :mod:`.instance_masks` -- instance label images and the intensity images they annotate;
+* :mod:`.atomic` -- files and directories that appear complete or not at all;
+* :mod:`.records` -- records of finished work, from which reruns resume;
+* :mod:`.detection_writers` -- a slide's detections as QuPath GeoJSON and a CSV of cells.
 
 The modules import numpy, tifffile and OpenCV/PIL, never torch or mmdet, and OpenSlide
 only when a slide is opened.

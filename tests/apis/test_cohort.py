@@ -21,10 +21,12 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmdet.registry import MODELS
-from mmdet_pu.apis import cohort as cohort_api
+from mmdet_pu.apis import cohort_plan
 from mmdet_pu.apis import slide as slide_api
-from mmdet_pu.apis.cohort import (MANIFEST, RECORDS, CohortSettings, find_cohort,
-                                  read_record, run_cohort, shard_slides, slide_weight)
+from mmdet_pu.apis.cohort import run_cohort
+from mmdet_pu.apis.cohort_plan import find_cohort, shard_slides, slide_weight
+from mmdet_pu.apis.cohort_records import MANIFEST, RECORDS, read_slide_record
+from mmdet_pu.apis.cohort_settings import CohortSettings
 from mmdet_pu.apis.tissue import TissueMaskConfig
 from mmdet_pu.io.qupath import read_geojson
 from mmdet_pu.io.slides import open_slide
@@ -181,7 +183,7 @@ def test_a_killed_run_resumes_with_only_the_unfinished_slides(cohort, runs):
                             start_new_session=True)
     try:  # kill it (SIGKILL, no clean-up) as soon as the first slide is done
         deadline = time.monotonic() + 120
-        while read_record(out, Path('a_small.tif')) is None:
+        while read_slide_record(out, Path('a_small.tif')) is None:
             assert proc.poll() is None and time.monotonic() < deadline, 'no slide finished'
             time.sleep(0.02)
     finally:
@@ -245,8 +247,8 @@ def test_an_interrupted_slide_restarts_cleanly(tmp_path):
     settings = CohortSettings(tile_size=128, overlap=32, batch_size=2, target_mpp=0.5)
     with pytest.raises(KeyboardInterrupt):  # 9 tiles, 5 batches a slide: batch 7 is s2's
         run_cohort(Interrupt(at=7), slides, out, settings, progress=False)
-    assert read_record(out, slides[0])['status'] == 'done'
-    assert read_record(out, slides[1]) is None
+    assert read_slide_record(out, slides[0])['status'] == 'done'
+    assert read_slide_record(out, slides[1]) is None
     assert not (out / 's2.geojson').exists() and not (out / 's2.csv').exists()
     # what a SIGKILL in the middle of a write leaves: a temporary sibling
     (out / '.s2.geojson.abc123.tmp').write_text('{"type": "Feat')
@@ -352,7 +354,7 @@ def run_rank(rank, port, slides, out, settings):
     """One process of a two-process cohort run (gloo) on slides with bounds. Spawned, not
     forked (a fork of a process whose OpenMP threads ran can hang), so the patch of
     ``open_slide`` is made here."""
-    for module in (cohort_api, slide_api):
+    for module in (cohort_plan, slide_api):
         module.open_slide = open_with_bounds
     torch.distributed.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}',
                                          rank=rank, world_size=2)
@@ -373,7 +375,7 @@ def test_roi_and_outputs_are_in_qupaths_frame_whatever_the_processes(tmp_path,
     bounds' corner (QuPath's origin): the cells equal those of the same level-0 region
     run in the level-0 frame, shifted by the origin, byte-identically for 1 and 2
     processes; the frame is a setting of the fingerprint."""
-    for module in (cohort_api, slide_api):
+    for module in (cohort_plan, slide_api):
         monkeypatch.setattr(module, 'open_slide', open_with_bounds)
     slides = blob_slides(tmp_path / 'slides')
     ox, oy = BOUNDS[:2]
@@ -383,7 +385,7 @@ def test_roi_and_outputs_are_in_qupaths_frame_whatever_the_processes(tmp_path,
     one, two = tmp_path / 'one', tmp_path / 'two'
     summary = run_cohort(BlobDetector(mpp=0.5), slides, one, settings, progress=False)
     assert summary.done == ['s1.tif', 's2.tif', 's3.tif']
-    assert read_record(one, slides[0])['origin'] == [ox, oy]
+    assert read_slide_record(one, slides[0])['origin'] == [ox, oy]
     bounded = {slide: cell_boxes(one, slide) for slide in slides}
     for boxes in bounded.values():
         assert boxes and all(16 <= (x0 + x1) / 2 <= 176 and 16 <= (y0 + y1) / 2 <= 208
@@ -407,7 +409,7 @@ def test_roi_and_outputs_are_in_qupaths_frame_whatever_the_processes(tmp_path,
     with pytest.warns(UserWarning, match=r"frame: 'bounds' -> 'level0'"):
         summary = run_cohort(BlobDetector(mpp=0.5), slides, one, level0, progress=False)
     assert summary.run == ['s1.tif', 's2.tif', 's3.tif']
-    assert read_record(one, slides[0])['origin'] == [0, 0]
+    assert read_slide_record(one, slides[0])['origin'] == [0, 0]
     for slide, boxes in bounded.items():
         assert cell_boxes(one, slide) == [(x0 + ox, y0 + oy, x1 + ox, y1 + oy)
                                           for x0, y0, x1, y1 in boxes]

@@ -15,12 +15,15 @@ import torch
 from mmengine.config import Config
 from mmengine.structures import InstanceData
 
-from mmdet_pu.apis.cohort import read_record
-from mmdet_pu.apis.slide import (ResolutionPlan, ResolutionWarning, check_roi, infer_slide,
-                                 input_format, merge_slide_detections, plan_resolution,
-                                 slide_defaults, training_mpp, write_slide_outputs)
+from mmdet_pu.apis.cohort_records import read_slide_record
+from mmdet_pu.apis.resolution import (ResolutionPlan, ResolutionWarning, check_roi,
+                                      plan_resolution)
+from mmdet_pu.apis.slide import infer_slide
+from mmdet_pu.apis.slide_model import input_format, slide_defaults, training_mpp
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
 from mmdet_pu.engine.runner import merge_tile_predictions
+from mmdet_pu.engine.runner.tile_merge import merge_slide_detections
+from mmdet_pu.io.detection_writers import write_slide_outputs
 from mmdet_pu.io.slides import OpenSlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
 from mmdet_pu.io.qupath import read_geojson
@@ -326,7 +329,7 @@ def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
     # 256 px tiles (the config's TiledTestLoop), overlap 64: 3 x 2 windows, each with
     # some tissue (x < 320, dilated); 2 iterations give low scores, but boxes
     assert (run, skipped) == (6, 0) and cells > 0
-    record = read_record(tmp_path / 'out', tmp_path / 'slides' / 'case1.tif')
+    record = read_slide_record(tmp_path / 'out', tmp_path / 'slides' / 'case1.tif')
     assert record['settings']['frame'] == 'level0' and record['origin'] == [0, 0]
 
     qupath = read_geojson(tmp_path / 'out' / 'case1.geojson')

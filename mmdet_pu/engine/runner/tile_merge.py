@@ -14,11 +14,16 @@ NMS, where a partial box overlapping the whole one by less than the NMS threshol
 survive as a false positive (docs/experiments.md, "Tile borders"). This needs an
 overlap of at least the largest cell; with no overlap the cores are the tiles and
 nothing is dropped.
+
+A whole slide holds too many cells for one NMS (its cost is quadratic in their number):
+:func:`merge_slide_detections` applies the same NMS region by region
+(``mmdet_pu.apis.slide``, docs/slides.md).
 """
 import math
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from mmcv.ops import batched_nms
 from mmengine.structures import InstanceData
@@ -128,3 +133,59 @@ def merge_tile_predictions(tile_preds: Sequence[InstanceData],
     merged.scores = dets[:, 4]
     merged.labels = labels[keep]
     return merged
+
+
+def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, class_agnostic=False,
+                           region=1024):
+    """NMS of a whole slide's tile detections, region by region.
+
+    One NMS over all the cells of a slide costs time quadratic in their number. Here
+    each detection belongs to the ``region`` x ``region`` square that holds its centre;
+    the detections of every square and its 8 neighbours go through
+    :func:`merge_tile_predictions` together, and the survivors that belong to the square
+    are kept. Squares are at least twice as large as the largest box, so every box that
+    could suppress a kept one, and every box that could suppress that one, is among
+    the candidates: the result equals one NMS over the slide unless a chain of
+    suppressions runs over more than a square.
+
+    Args:
+        bboxes: (N, 4) ``x0, y0, x1, y1``; scores: (N,); labels: (N,) int.
+        nms_iou: IoU threshold of the NMS.
+        class_agnostic: one NMS over all classes instead of one per class.
+        region: side of the squares, in the boxes' pixels.
+
+    Returns:
+        ``(bboxes, scores, labels)`` of the kept detections, by descending score.
+    """
+    bboxes = np.asarray(bboxes, np.float32).reshape(-1, 4)
+    scores, labels = np.asarray(scores, np.float32), np.asarray(labels, np.int64)
+    if len(bboxes) == 0:
+        return bboxes, scores, labels
+    sides = np.maximum(bboxes[:, 2] - bboxes[:, 0], bboxes[:, 3] - bboxes[:, 1])
+    region = max(float(region), 2 * float(sides.max()), 1.0)
+
+    def cells(boxes):
+        centre = (boxes[:, :2] + boxes[:, 2:]) / 2
+        return np.floor(centre / region).astype(np.int64)
+
+    owner = cells(bboxes)
+    order = np.lexsort((owner[:, 0], owner[:, 1]))
+    keys, starts, sizes = np.unique(owner[order], axis=0, return_index=True,
+                                    return_counts=True)
+    members = {tuple(k): order[s:s + n] for k, s, n in zip(keys.tolist(), starts, sizes)}
+    kept = []
+    for cx, cy in members:
+        candidates = np.concatenate([
+            members[(cx + dx, cy + dy)] for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+            if (cx + dx, cy + dy) in members])
+        merged = merge_tile_predictions([InstanceData(
+            bboxes=torch.from_numpy(bboxes[candidates]),
+            scores=torch.from_numpy(scores[candidates]),
+            labels=torch.from_numpy(labels[candidates]))], [(0.0, 0.0)], nms_iou=nms_iou,
+            class_agnostic=class_agnostic)
+        boxes = merged.bboxes.numpy()
+        mine = np.all(cells(boxes) == (cx, cy), axis=1)
+        kept.append((boxes[mine], merged.scores.numpy()[mine], merged.labels.numpy()[mine]))
+    bboxes, scores, labels = (np.concatenate(parts) for parts in zip(*kept))
+    order = np.argsort(-scores, kind='stable')
+    return bboxes[order], scores[order], labels[order]

@@ -193,10 +193,10 @@ def convert(args, pairs, protect):
 
 
 def prepare(args):
-    pattern = None if args.group_regex is None else compile_pattern(args.group_regex,
-                                                                     '--group-regex')
+    pattern = None
+    if args.group_regex is not None:
+        pattern = compile_pattern(args.group_regex, '--group-regex')
     pairs = [(source, image, mask, group_of(source, pattern))
              for source, image, mask in find_pairs(args.images, args.masks,
                                                    args.image_suffix)]
     return convert(args, pairs, protect=[args.images, args.masks])
-

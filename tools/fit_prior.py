@@ -12,10 +12,11 @@ Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 the best Lee & Liu criterion on the validation split (recall^2 / detections per image);
 then trains once more with that detector's confident detections on the training split
 added as pseudo-labels (self-training; ``--no-self-train`` leaves it out) and keeps the
-best of all by the same criterion: no complete labels needed. Written to ``DIR`` (default ``work_dirs/<config
-name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every
-training, the estimates, the choice and why; ``chosen_cfg_options`` trains it again),
-``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
+best of all by the same criterion: no complete labels needed. Written to ``DIR``
+(default ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen
+checkpoint), ``fit_prior.json`` (every training, the estimates, the choice and why;
+``chosen_cfg_options`` trains it again), ``pseudo_labels.json``, ``fit_prior.png``, and
+one work dir per training. Rerun the same command to resume.
 :mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """

@@ -211,11 +211,13 @@ def test_with_complete_labels_and_no_detection_the_estimate_is_the_oracle(traine
 
 @pytest.mark.parametrize('name', list(DETECTORS))
 def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
-    """The provisional training and one candidate (x2) of 2 iterations each."""
+    """The provisional training and one candidate (x2) of 2 iterations each (the
+    self-training round is tested in tests/experiments/test_prior_fit.py)."""
     config = tiny_config(tmp_path, name)
     monkeypatch.setenv('PYTHONPATH', tools_env()['PYTHONPATH'])
     work = tmp_path / 'fit'
-    summary = fit_prior(config, str(work), factors=(2.0, ), echo=lambda msg: None)
+    summary = fit_prior(config, str(work), factors=(2.0, ), self_train=False,
+                        echo=lambda msg: None)
 
     report = json.loads((work / 'estimate.json').read_text())
     shares = estimated_shares(report)

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SETUP_STAMP := $(VENV)/.mmdet_pu-setup
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: setup demo demo-multi test bench clean
+.PHONY: setup demo demo-multi test lint bench clean
 
 setup: $(SETUP_STAMP)
 
@@ -24,6 +24,10 @@ demo-multi: setup
 ## The test suite.
 test: setup
 	$(PY) -m pytest -q tests
+
+## Style check of the code (setup.cfg [flake8]).
+lint: setup
+	$(PY) -m flake8 mmdet_pu data_prep tools tests benchmarks configs
 
 ## Benchmarks of benchmarks/README.md.
 bench: setup

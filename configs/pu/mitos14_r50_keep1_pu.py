@@ -1,4 +1,5 @@
-# MITOS-ATYPIA-14, random keep-1 deletion, ResNet-50 FPN: PU learning (docs/method.md#binary-pu-risk)
+# MITOS-ATYPIA-14, random keep-1 deletion, ResNet-50 FPN: PU learning
+# (docs/method.md#binary-pu-risk)
 # (Section 3.2.3, Table 5).
 # pi: the validation set selected 0.035-0.045 over 0.025-0.050 (Section 3.2.1), one pi
 # in both stages; per-fold selection: tools/sweep_prior.py.

@@ -74,17 +74,32 @@ def slide_dataset_meta(cfg, checkpoint_meta) -> dict:
     Raises:
         ValueError: the classes do not match the model's ``num_classes``.
     """
-    num_classes = cfg.model.get('roi_head', {}).get('bbox_head', {}).get('num_classes')
+    num_classes, key = classifier_classes(cfg.model)
     meta = next((meta for meta in (_test_dataset(cfg).get('metainfo'), cfg.get('metainfo'),
                                    checkpoint_meta) if meta and meta.get('classes')), {})
     classes = tuple(meta.get('classes') or (f'class{i}' for i in range(num_classes or 1)))
     palette = list(meta.get('palette') or [])
     if num_classes is not None and len(classes) != num_classes:
         raise ValueError(f'{cfg.filename}: metainfo names {len(classes)} classes {classes} '
-                         f'but model.roi_head.bbox_head.num_classes is {num_classes}')
+                         f'but {key} is {num_classes}')
     palette = [tuple(int(v) for v in palette[i]) if i < len(palette)
                else default_color(name) for i, name in enumerate(classes)]
     return dict(classes=classes, palette=palette, mpp=training_mpp(cfg, checkpoint_meta))
+
+
+def classifier_classes(model_cfg) -> tuple:
+    """``(num_classes, key)`` of a detector config: its RoI box head's (Cascade R-CNN:
+    the first stage's; all stages classify the same classes) or its dense head's;
+    ``(None, None)`` when the config names neither."""
+    roi_head = model_cfg.get('roi_head') or {}
+    if roi_head.get('bbox_head'):
+        bbox_head, key = roi_head['bbox_head'], 'model.roi_head.bbox_head'
+        if isinstance(bbox_head, (list, tuple)):
+            bbox_head, key = bbox_head[0], key + '[0]'
+    else:
+        bbox_head, key = model_cfg.get('bbox_head') or {}, 'model.bbox_head'
+    num_classes = bbox_head.get('num_classes')
+    return num_classes, (f'{key}.num_classes' if num_classes is not None else None)
 
 
 def training_mpp(cfg, checkpoint_meta) -> Optional[float]:

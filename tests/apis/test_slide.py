@@ -19,7 +19,8 @@ from mmdet_pu.apis.cohort_records import read_slide_record
 from mmdet_pu.apis.resolution import (ResolutionPlan, ResolutionWarning, check_roi,
                                       plan_resolution)
 from mmdet_pu.apis.slide import infer_slide
-from mmdet_pu.apis.slide_model import input_format, slide_defaults, training_mpp
+from mmdet_pu.apis.slide_model import (input_format, slide_dataset_meta, slide_defaults,
+                                       training_mpp)
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
 from mmdet_pu.engine.runner import merge_tile_predictions
 from mmdet_pu.engine.runner.tile_merge import merge_slide_detections
@@ -504,3 +505,17 @@ def test_the_training_resolution_comes_from_the_checkpoint_else_the_config():
     assert training_mpp(Config(dict()), dict(classes=('a', ))) is None
     with pytest.raises(ValueError, match='must be > 0'):
         training_mpp(Config(dict(metainfo=dict(mpp=0))), None)
+
+
+@pytest.mark.parametrize('config, key', [
+    ('configs/real/mnfinder_keep1_pu.py', 'model.roi_head.bbox_head.num_classes'),
+    ('configs/real/mnfinder_cascade-rcnn_keep1_pu.py',
+     r'model.roi_head.bbox_head\[0\].num_classes'),
+    ('configs/real/mnfinder_retinanet_keep1_pu.py', 'model.bbox_head.num_classes')])
+def test_slide_classes_are_checked_for_every_detector_kind(config, key):
+    cfg = Config.fromfile(str(REPO / config))
+    meta = slide_dataset_meta(cfg, None)
+    assert meta['classes'] == ('nucleus', ) and len(meta['palette']) == 1
+    cfg.test_dataloader.dataset.metainfo = dict(classes=('a', 'b'))
+    with pytest.raises(ValueError, match=f'names 2 classes .* but {key} is 1'):
+        slide_dataset_meta(cfg, None)

@@ -63,7 +63,8 @@ test_dataloader = dict(
     # whole test images for tiled evaluation; `test.json` holds their tiles
     dataset=dict(val_dataloader['dataset'], ann_file='annotations/fold0/test_whole.json'))
 
-# docs/method.md#evaluation: score >= 0.5, greedy matching at IoU >= 0.5 (radius=<px> for centre distance).
+# docs/method.md#evaluation: score >= 0.5, greedy matching at IoU >= 0.5 (radius=<px> for centre
+# distance).
 test_evaluator = dict(type='CellDetMetric', score_thr=0.5, iou_thr=0.5)
 # Validation also selects a score threshold among the candidates with a PU criterion that
 # needs only the (incomplete) labels: cell/pu_score_thr, used by

@@ -1,4 +1,5 @@
-# CRCHistoPhenotypes detection set: nuclei, binary (Section 3.1.2, docs/method.md#datasets-and-deletion).
+# CRCHistoPhenotypes detection set: nuclei, binary (Section 3.1.2,
+# docs/method.md#datasets-and-deletion).
 # Prepare: python data_prep/prepare.py crchisto --src <CRCHistoPhenotypes_2016_04_28 dir> \
 #              --out data/crchisto
 # 100 images of 500 x 500 split 4:1:1 by image, 5 folds (fold0..fold4) sharing one val

@@ -1,4 +1,5 @@
-# MITOS-ATYPIA-14, Aperio x40 frames: mitoses, binary (Section 3.1.1, docs/method.md#datasets-and-deletion).
+# MITOS-ATYPIA-14, Aperio x40 frames: mitoses, binary (Section 3.1.1,
+# docs/method.md#datasets-and-deletion).
 # Prepare: python data_prep/prepare.py mitos14 --src <MITOS-ATYPIA-14 dir> --out data/mitos14
 # 11 slides split 4:1:1 by slide, 5 folds (fold0..fold4) sharing one val set; frames cut
 # into 500 x 500 tiles overlapping by 100 px; 32 x 32 boxes around the points, each

@@ -1,5 +1,6 @@
 # TUPAC16 auxiliary mitosis data, cases 01-23 (first centre), with the alternative
-# labels of Bertram et al. as the complete set: mitoses, binary (Section 3.1.3, docs/method.md#datasets-and-deletion).
+# labels of Bertram et al. as the complete set: mitoses, binary (Section 3.1.3,
+# docs/method.md#datasets-and-deletion).
 # Prepare: python data_prep/prepare.py tupac --src <TUPAC16 auxiliary dir> --out data/tupac
 # Cases split 4:1:1 (fold0 only); 2000 x 2000 tiles cut into 500 x 500 patches without
 # overlap, patches without mitoses dropped; 32 x 32 boxes. Each annotation carries

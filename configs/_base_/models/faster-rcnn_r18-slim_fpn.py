@@ -1,6 +1,7 @@
 # Slim Faster R-CNN for CPU runs: ResNet-18 FPN with 64 channels, 300 proposals, 128 RoIs.
 # Everything else (anchors
-# for 12-32 px cells, random init with trainable BN statistics, docs/method.md#evaluation test settings)
+# for 12-32 px cells, random init with trainable BN statistics, docs/method.md#evaluation test
+# settings)
 # is faster-rcnn_r50_fpn.py's.
 _base_ = './faster-rcnn_r50_fpn.py'
 model = dict(

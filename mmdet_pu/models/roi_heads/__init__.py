@@ -1,3 +1,4 @@
 from .bde_bbox_head import BDEShared2FCBBoxHead
+from .box_fit_bbox_head import BoxFitShared2FCBBoxHead
 
-__all__ = ['BDEShared2FCBBoxHead']
+__all__ = ['BDEShared2FCBBoxHead', 'BoxFitShared2FCBBoxHead']

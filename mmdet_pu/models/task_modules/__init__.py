@@ -1,0 +1,3 @@
+from .overlap_sampler import OverlapRandomSampler
+
+__all__ = ['OverlapRandomSampler']

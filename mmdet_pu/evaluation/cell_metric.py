@@ -44,7 +44,7 @@ from mmengine.logging import MessageHub, MMLogger, print_log
 
 from mmdet.registry import METRICS
 from mmdet_pu.io.atomic import atomic_open, write_json_atomic
-from .matching import count_per_class, match_image
+from .matching import ERROR_KINDS, count_per_class, error_kinds, match_image
 from .rates import average_precision, counts_at, detection_rates, nanmean
 from .score_threshold import pu_threshold_criterion, select_score_thr
 
@@ -81,8 +81,10 @@ class CellDetMetric(BaseMetric):
     Metric names (with the default prefix ``cell``), for each class name ``<c>``:
     ``cell/<c>/avg_{recall,precision,f1}`` (mean over images),
     ``cell/<c>/pooled_{recall,precision,f1}`` (from summed counts),
-    ``cell/<c>/{tp,fp,fn}``, ``cell/<c>/ap`` (AP of the class's ranked detections over
-    the set), and the means over classes ``cell/avg_{recall,precision,f1}``,
+    ``cell/<c>/{tp,fp,fn}``, ``cell/<c>/fp_{duplicate,class,box,background}`` (the
+    false positives at ``score_thr`` by kind, :func:`~mmdet_pu.evaluation.matching.
+    error_kinds`), ``cell/<c>/ap`` (AP of the class's ranked detections over the set),
+    and the means over classes ``cell/avg_{recall,precision,f1}``,
     ``cell/pooled_{recall,precision,f1}`` and ``cell/ap`` (classes absent from the set,
     NaN, are left out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
 
@@ -108,7 +110,8 @@ class CellDetMetric(BaseMetric):
             logged names and values, NaN as null) and ``images`` (per image: ``img_id``,
             ``img_path``, per-class lists ``tp``, ``fp``, ``fn``, ``recall``,
             ``precision``, ``f1``, ``ap`` and ``detections``, the ranked detections:
-            ``scores`` in descending order, ``labels`` and ``matched`` (TP flags));
+            ``scores`` in descending order, ``labels``, ``matched`` (TP flags) and
+            ``kinds`` (indices into the report's ``kinds`` list));
             ``tools/compare.py`` and ``tools/sweep_prior.py`` read it. Defaults to True.
         out_dir (str, optional): the dump dir. Defaults to ``<work_dir>/cell_metrics`` of
             the running mmengine Runner (found through its log file,
@@ -180,6 +183,9 @@ class CellDetMetric(BaseMetric):
                                 _to_numpy(gt['bboxes']), gt_labels, score_thr=-np.inf,
                                 iou_thr=self.iou_thr, radius=self.radius)
             tp_all, _, fn_all = count_per_class(match, pred_labels, gt_labels, num_classes)
+            kinds = error_kinds(match, _to_numpy(pred['bboxes']), pred_labels,
+                                _to_numpy(gt['bboxes']), gt_labels, self.iou_thr,
+                                self.radius)
             order = np.argsort(-scores, kind='stable')
             ranked = dict(scores=scores[order],
                           labels=np.asarray(pred_labels, np.int64).reshape(-1)[order],
@@ -189,7 +195,8 @@ class CellDetMetric(BaseMetric):
             img_id = sample.get('img_id')
             self.results.append(dict(
                 img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
-                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn, **ranked))
+                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn, **ranked,
+                kinds=kinds[order]))
 
     def compute_metrics(self, results: list) -> dict:
         """Per-class and class-mean metrics from the per-image counts."""
@@ -208,6 +215,8 @@ class CellDetMetric(BaseMetric):
                 metrics[f'{name}/pooled_{rate}'] = float(pooled[rate][c])
             for k in ('tp', 'fp', 'fn'):
                 metrics[f'{name}/{k}'] = int(counts[k][:, c].sum())
+            for kind, count in zip(ERROR_KINDS[1:], self._false_positive_kinds(results, c)):
+                metrics[f'{name}/fp_{kind}'] = count
         num_gt = counts['tp'] + counts['fn']
         ap = self._average_precision(results, num_gt.sum(0))
         for c, name in enumerate(classes):
@@ -231,6 +240,15 @@ class CellDetMetric(BaseMetric):
                 dtype=np.float64).reshape(len(results), len(classes))
             self._dump(results, counts, per_image, metrics, selection)
         return metrics
+
+    def _false_positive_kinds(self, results: list, label: int) -> list:
+        """How many false positives of class ``label`` at ``score_thr`` are of each
+        kind of :data:`~mmdet_pu.evaluation.matching.ERROR_KINDS` after ``'tp'``."""
+        kinds = np.concatenate([np.zeros(0, np.int64)] + [
+            r['kinds'][(r['labels'] == label) & (r['scores'] >= self.score_thr)]
+            for r in results])
+        counts = np.bincount(kinds, minlength=len(ERROR_KINDS))
+        return [int(n) for n in counts[1:]]
 
     def _ranked(self, results: list):
         """The ranked detections of ``results`` (scores, labels, TP flags) joined."""
@@ -271,8 +289,12 @@ class CellDetMetric(BaseMetric):
                          f'{metrics[f"{name}/ap"]:.4f}'))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+        lines += [f'{name} false positives: ' + ', '.join(
+            f'{metrics[f"{name}/fp_{kind}"]} {kind}' for kind in ERROR_KINDS[1:])
+            for name in self.classes]
         return (f'CellDetMetric on {num_images} images (score >= {self.score_thr}, '
-                f'{self._criterion()}; AP over every detection):\n' + '\n'.join(lines))
+                f'{self._criterion()}; AP over every detection; false positives by '
+                'kind, docs/method.md#metrics):\n' + '\n'.join(lines))
 
     def _dump_dir(self) -> Optional[str]:
         if self.out_dir is not None:
@@ -302,12 +324,13 @@ class CellDetMetric(BaseMetric):
             entry = dict(img_id=result['img_id'], img_path=result['img_path'])
             entry.update({k: counts[k][i].tolist() for k in ('tp', 'fp', 'fn')})
             entry.update({rate: clean(per_image[rate][i]) for rate in (*RATES, 'ap')})
-            entry['detections'] = {k: result[k].tolist() for k in RANKED}
+            entry['detections'] = {k: result[k].tolist() for k in (*RANKED, 'kinds')}
             images.append(entry)
         head = f'{self.prefix}/' if self.prefix else ''
         report = dict(
             stage=stage, classes=classes, score_thr=self.score_thr,
             iou_thr=self.iou_thr, radius=self.radius, prefix=self.prefix,
+            kinds=list(ERROR_KINDS),
             metrics={head + k: (None if isinstance(v, float) and np.isnan(v) else v)
                      for k, v in metrics.items()},
             score_thr_selection=selection, images=images)

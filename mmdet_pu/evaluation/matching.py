@@ -13,6 +13,12 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+#: What a detection is, by code (:func:`error_kinds`): a true positive, or a false
+#: positive of one of four kinds.
+ERROR_KINDS = ('tp', 'duplicate', 'class', 'box', 'background')
+#: IoU with a ground-truth box from which a false positive counts as a wrong box of it.
+BOX_ERROR_IOU = 0.1
+
 
 class ImageMatch(NamedTuple):
     """Outcome of matching the detections of one image.
@@ -125,3 +131,35 @@ def count_per_class(match: ImageMatch, pred_labels, gt_labels, num_classes: int)
     fp = np.bincount(pred_labels[match.kept & ~match.pred_tp], minlength=num_classes)
     fn = np.bincount(gt_labels[~match.gt_matched], minlength=num_classes)
     return tp, fp, fn
+
+
+def error_kinds(match: ImageMatch, pred_bboxes, pred_labels, gt_bboxes, gt_labels,
+                iou_thr: float = 0.5, radius: Optional[float] = None) -> np.ndarray:
+    """What each detection of a matched image is: an index into :data:`ERROR_KINDS`.
+
+    A true positive is ``'tp'``. A false positive is, in this order of precedence,
+    ``'duplicate'`` (it passes the criterion with a ground truth of its class, already
+    matched by a higher-scoring detection), ``'class'`` (it passes the criterion with a
+    ground truth of another class only), ``'box'`` (IoU in [0.1, ``iou_thr``) with a
+    ground truth: a wrong box of a cell, too large, too small or shifted; never with
+    ``radius``) or ``'background'`` (none of these).
+
+    Returns:
+        (N,) int array; not-``kept`` detections are classified all the same.
+    """
+    pred_bboxes = np.asarray(pred_bboxes, dtype=np.float64).reshape(-1, 4)
+    gt_bboxes = np.asarray(gt_bboxes, dtype=np.float64).reshape(-1, 4)
+    same_class = (np.asarray(pred_labels).reshape(-1)[:, None]
+                  == np.asarray(gt_labels).reshape(-1)[None, :])
+    if radius is None:
+        overlap = box_iou(pred_bboxes, gt_bboxes)
+        passes, near = overlap >= iou_thr, overlap >= BOX_ERROR_IOU
+    else:
+        passes = centre_distance(pred_bboxes, gt_bboxes) <= radius
+        near = np.zeros_like(passes)
+    kinds = np.full(len(pred_bboxes), ERROR_KINDS.index('background'))
+    for kind, found in (('box', near), ('class', passes & ~same_class),
+                        ('duplicate', passes & same_class)):
+        kinds[found.any(axis=1)] = ERROR_KINDS.index(kind)
+    kinds[match.pred_tp] = ERROR_KINDS.index('tp')
+    return kinds

@@ -13,7 +13,7 @@ from mmdet.structures import DetDataSample
 from mmdet.structures.bbox import HorizontalBoxes
 from mmdet_pu.evaluation import CellDetMetric, count_per_class, match_image
 from mmdet_pu.evaluation.cell_metric import detection_rates
-from mmdet_pu.evaluation.matching import box_iou
+from mmdet_pu.evaluation.matching import ERROR_KINDS, box_iou, error_kinds
 
 
 def box(x, y, w=10, h=10):
@@ -248,7 +248,9 @@ def test_ap_and_ranked_detections_in_the_log_and_the_dump(tmp_path):
     report = json.loads((tmp_path / 'test_per_image.json').read_text())
     first, second = report['images']
     assert first['detections'] == dict(scores=pytest.approx([0.9, 0.8, 0.3]),
-                                       labels=[0, 0, 0], matched=[True, False, True])
+                                       labels=[0, 0, 0], matched=[True, False, True],
+                                       kinds=[0, 4, 0])
+    assert report['kinds'] == ['tp', 'duplicate', 'class', 'box', 'background']
     assert first['ap'] == [pytest.approx(1 / 2 + 1 / 2 * 2 / 3)] and second['ap'] == [0.0]
 
 
@@ -257,3 +259,30 @@ def test_multi_class_ap_leaves_out_classes_without_cells():
     metrics = evaluate(images, classes=('a', 'b'))
     assert metrics['cell/a/ap'] == 1.0 and math.isnan(metrics['cell/b/ap'])
     assert metrics['cell/ap'] == 1.0
+
+
+def test_false_positives_by_kind():
+    # cells: A (class 0) at (0, 0), B (class 1) at (50, 0)
+    gt, gt_labels = [box(0, 0), box(50, 0)], [0, 1]
+    preds = [box(0, 0),             # TP on A
+             box(1, 0),             # duplicate of A (IoU 90/110)
+             box(50, 0),            # class error: on B, predicted class 0
+             box(-5, -5, 20, 20),   # box error: 4x too large around A (IoU 100/400)
+             box(200, 200)]         # background
+    labels = [0, 0, 0, 0, 0]
+    scores = [0.9, 0.8, 0.7, 0.6, 0.55]
+    match = match_image(preds, scores, labels, gt, gt_labels)
+    kinds = error_kinds(match, preds, labels, gt, gt_labels)
+    assert [ERROR_KINDS[k] for k in kinds] == ['tp', 'duplicate', 'class', 'box',
+                                               'background']
+    # with the centre-distance criterion there is no box error: the large box,
+    # centred on A, is a duplicate
+    match = match_image(preds, scores, labels, gt, gt_labels, radius=3)
+    kinds = error_kinds(match, preds, labels, gt, gt_labels, radius=3)
+    assert [ERROR_KINDS[k] for k in kinds] == ['tp', 'duplicate', 'class', 'duplicate',
+                                               'background']
+    metrics = evaluate([sample(preds + [box(0, 0, 40, 40)], scores + [0.4], labels + [0],
+                               gt, gt_labels)], classes=('a', 'b'))
+    # at score >= 0.5; the large box below it is not counted
+    assert [metrics[f'cell/a/fp_{kind}'] for kind in ERROR_KINDS[1:]] == [1, 1, 1, 1]
+    assert metrics['cell/a/fp'] == 4 and metrics['cell/b/fp_box'] == 0

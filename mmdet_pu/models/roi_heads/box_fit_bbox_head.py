@@ -4,7 +4,6 @@ from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import ConfigDict
 from torch import Tensor
 
 from mmdet.models.roi_heads.bbox_heads import Shared2FCBBoxHead
@@ -65,17 +64,12 @@ class BoxFitShared2FCBBoxHead(Shared2FCBBoxHead):
         self.box_fit_cover = box_fit_cover
         self.box_fit_weight = float(box_fit_weight)
 
-    def loss_and_target(self,
-                        cls_score: Tensor,
-                        bbox_pred: Tensor,
-                        rois: Tensor,
-                        sampling_results: List[SamplingResult],
-                        rcnn_train_cfg: ConfigDict,
-                        concat: bool = True,
-                        reduction_override: Optional[str] = None) -> dict:
-        """``BBoxHead.loss_and_target`` plus ``loss_box_fit`` in ``loss_bbox``."""
+    def loss_and_target(self, cls_score: Tensor, bbox_pred: Tensor, rois: Tensor,
+                        sampling_results: List[SamplingResult], *args, **kwargs) -> dict:
+        """``BBoxHead.loss_and_target`` (same arguments) plus ``loss_box_fit`` in
+        ``loss_bbox``."""
         result = super().loss_and_target(cls_score, bbox_pred, rois, sampling_results,
-                                         rcnn_train_cfg, concat, reduction_override)
+                                         *args, **kwargs)
         if cls_score is not None and cls_score.numel() > 0:
             box_fit = self.box_fit_mask(sampling_results)
             result['loss_bbox']['loss_box_fit'] = self.box_fit_loss(cls_score, box_fit)

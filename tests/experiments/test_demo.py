@@ -18,7 +18,8 @@ from tests.evaluation.test_comparison import dump
 def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     work_dir = tmp_path / 'demo'
     argv = [sys.executable, 'tools/demo.py', '--variant', 'binary', '--iters', '2',
-            '--seeds', '0', '1', '--num-images', '4', '--work-dir', str(work_dir),
+            '--seeds', '0', '1', '--num-images', '4', '--jobs', '2',
+            '--work-dir', str(work_dir),
             '--data-root', str(tmp_path / 'data')]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)

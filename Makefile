@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SETUP_STAMP := $(VENV)/.mmdet_pu-setup
 export OMP_NUM_THREADS ?= 2
+# test workers (pytest-xdist): one per core by default, each pinned to its core (tests/conftest.py)
+TEST_WORKERS ?= auto
 
 .PHONY: setup demo demo-multi test lint bench clean
 
@@ -23,7 +25,7 @@ demo-multi: setup
 
 ## The test suite.
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 ## Style check of the code (setup.cfg [flake8]).
 lint: setup

@@ -25,7 +25,7 @@ demo-multi: setup
 
 ## The test suite.
 test: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 ## Style check of the code (setup.cfg [flake8]).
 lint: setup

@@ -1,10 +1,11 @@
-"""One CPU core per pytest-xdist worker.
+"""One CPU core per pytest-xdist worker, the long files first.
 
-``make test`` runs the suite in one worker per core (``pytest -n auto``). Each worker is
-pinned to a core of its own, with one OpenMP thread, before any test imports torch: the
-workers then never compete for a core, and the runs that tests start through
+``make test`` runs the suite in one worker per core (``pytest -n auto``), each test file
+whole on one worker (``--dist loadfile``), the files that train end to end first. Each
+worker is pinned to a core of its own, with one OpenMP thread, before any test imports
+torch: the workers never compete for a core, and the runs that tests start through
 :mod:`mmdet_pu.experiments.runs` size their threads from the one core they inherit. A
-plain ``pytest`` (no worker) keeps every core.
+plain ``pytest`` (no worker) keeps every core and the same order.
 """
 import os
 import sys
@@ -19,3 +20,11 @@ def pytest_configure(config):
     os.environ['OMP_NUM_THREADS'] = '1'
     if 'torch' in sys.modules:
         sys.modules['torch'].set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files that hold a ``slow`` test (one that trains end to end through the tools)
+    run first, so that the workers finish together instead of one waiting for the
+    other's last long test; the order within each group is kept."""
+    slow_files = {item.path for item in items if item.get_closest_marker('slow')}
+    items.sort(key=lambda item: item.path not in slow_files)

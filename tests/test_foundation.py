@@ -95,6 +95,7 @@ def _scalars(work_dir):
     return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_train_resume_test_from_command_line(tmp_path):
     data = tmp_path / 'data'
     make_tiny_coco(data, n_images=4, size=128)

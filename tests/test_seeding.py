@@ -73,6 +73,7 @@ def _trained(work_dir):
     return losses, state
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_other_seed_other_run(data_root, tmp_path):
     runs = {name: (tmp_path / name, seed) for name, seed in (('a', 0), ('b', 0), ('c', 1))}
     procs = [_start_training(data_root, work_dir, seed) for work_dir, seed in runs.values()]

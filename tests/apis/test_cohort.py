@@ -120,6 +120,7 @@ def runs(cohort):
     return results
 
 
+@pytest.mark.slow
 def test_two_processes_write_what_one_writes(runs):
     (one, proc1), (two, proc2) = runs[1], runs[2]
     # exit status 3: some slide failed (torchrun says 1 when a process did not end with 0)

@@ -296,6 +296,7 @@ def run_tool(*args):
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_qupath_round_trip_prepare_train_infer_reimport(tmp_path):
     """QuPath export -> prepare.py qupath -> 2 training iterations -> infer_slide ->
     the GeoJSON re-imports with the cells of the CSV."""

@@ -46,6 +46,7 @@ class PriorDumpHook(Hook):
             f.write(json.dumps(record) + '\n')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('norm_eval', [False, True],
                          ids=['separate-forward', 'reused-features'])
 def test_two_process_training_holds_identical_priors_on_every_rank(tmp_path, norm_eval):

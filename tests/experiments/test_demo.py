@@ -15,6 +15,7 @@ from tests._data import REPO
 from tests.evaluation.test_comparison import dump
 
 
+@pytest.mark.slow
 def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     work_dir = tmp_path / 'demo'
     argv = [sys.executable, 'tools/demo.py', '--variant', 'binary', '--iters', '2',

@@ -10,6 +10,7 @@ from mmdet_pu.experiments import prior_family as family
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 
+@pytest.mark.slow
 def test_tiny_family_runs_every_rule_and_tabulates(tmp_path, monkeypatch):
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)

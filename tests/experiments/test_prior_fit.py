@@ -25,6 +25,7 @@ def test_command_line_input_errors(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
     the self-training from the chosen one."""

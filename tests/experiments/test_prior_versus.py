@@ -122,6 +122,7 @@ def test_input_errors_are_clear(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch):
     """One seed, the sweep {0.2, 0.3 (provisional, the config's)}, 2 iterations each."""
     data_root = tmp_path / 'data'

@@ -47,6 +47,7 @@ def per_run_metrics(work):
                         'test_per_image.json').read_text())['metrics'] for k in (0, 1)]
 
 
+@pytest.mark.slow
 def test_table_holds_the_statistics_of_the_runs(experiment):
     work, _, stdout = experiment
     runs = per_run_metrics(work)

@@ -209,6 +209,7 @@ def test_with_complete_labels_and_no_detection_the_estimate_is_the_oracle(traine
         assert estimates['label_frequency'] == estimates['oracle']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', list(DETECTORS))
 def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
     """The provisional training and one candidate (x2) of 2 iterations each (the

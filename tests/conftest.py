@@ -8,7 +8,6 @@ torch: the workers never compete for a core, and the runs that tests start throu
 plain ``pytest`` (no worker) keeps every core and the same order.
 """
 import os
-import sys
 
 
 def pytest_configure(config):
@@ -17,9 +16,7 @@ def pytest_configure(config):
         return
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[int(worker[2:]) % len(cores)]})
-    os.environ['OMP_NUM_THREADS'] = '1'
-    if 'torch' in sys.modules:
-        sys.modules['torch'].set_num_threads(1)
+    os.environ['OMP_NUM_THREADS'] = '1'  # read when the tests first import torch
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,7 +15,9 @@ default_hooks = dict(
         type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1,
         save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
-    visualization=dict(type='DetVisualizationHook'))
+    visualization=dict(type='DetVisualizationHook'),
+    # how often the PU risk's max{0, .} acts, per PU loss (nothing without one)
+    pu_correction=dict(type='PUCorrectionLoggerHook'))
 
 env_cfg = dict(
     cudnn_benchmark=False,

@@ -44,6 +44,10 @@ def assert_learns(runner, loss_cls_type):
         assert len(values) == 30 and all(math.isfinite(v) for v in values), key
     loss = hub.get_scalar('train/loss').data[0]
     assert sum(loss[-5:]) / 5 < sum(loss[:5]) / 5
+    # PUCorrectionLoggerHook (default_runtime.py): one share per iteration and PU loss
+    for name in ('rpn_head', 'roi_head.bbox_head'):
+        shares = hub.get_scalar(f'train/pu_corrected.{name}').data[0]
+        assert len(shares) == 30 and all(share in (0.0, 1.0) for share in shares), name
 
 
 def test_binary_pu_training(tmp_path):

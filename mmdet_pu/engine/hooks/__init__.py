@@ -1,3 +1,4 @@
 from .prior_update_hook import PriorUpdateHook
+from .pu_correction_logger_hook import PUCorrectionLoggerHook
 
-__all__ = ['PriorUpdateHook']
+__all__ = ['PriorUpdateHook', 'PUCorrectionLoggerHook']

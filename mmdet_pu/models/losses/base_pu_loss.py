@@ -15,16 +15,13 @@ NONNEGATIVE_MODES = ('clamp', 'nnpu')
 RISK_SCALES = ('per_positive', 'per_location')
 
 
-def pu_risk(h_label: Tensor,
-            h_bg: Tensor,
-            labels: Tensor,
-            weights: Tensor,
-            priors: Tensor,
-            estimator: str = 'union',
-            nonnegative: str = 'clamp',
-            beta: float = 0.0,
-            gamma: float = 1.0) -> Tensor:
-    """Non-negative PU risk of one mini-batch (paper Eq. 8; Eq. 15 for C classes).
+def pu_risk_terms(h_label: Tensor,
+                  h_bg: Tensor,
+                  labels: Tensor,
+                  weights: Tensor,
+                  priors: Tensor,
+                  estimator: str = 'union') -> tuple:
+    """The two terms of the PU risk of one mini-batch (paper Eq. 8; Eq. 15 for C classes).
 
     With priors pi_m, weights w, positives P_m, unlabeled U and weighted counts
     N_p^m = sum_{i in P_m} w_i, N_u = sum_{k in U} w_k:
@@ -32,10 +29,10 @@ def pu_risk(h_label: Tensor,
         R_p = sum_m pi_m / N_p^m * sum_{i in P_m} w_i H(c_i, m)
         r   = E_x[H(c, bg)] - sum_m pi_m / N_p^m * sum_{i in P_m} w_i H(c_i, bg)
 
-    E_x is the weighted mean over U ∪ P (``'union'``) or over U (``'unlabeled'``).
-    ``'clamp'`` returns R_p + max{0, r}; ``'nnpu'`` returns R_p + r, or R_p - beta with
-    the gradient of -gamma * r when r < -beta (docs/method.md#naive-pu-and-nnpu). A
-    class without weighted positives contributes no terms; empty sets give 0, never NaN.
+    E_x is the weighted mean over U ∪ P (``'union'``) or over U (``'unlabeled'``); r
+    estimates the negatives' risk, the bracket that :func:`nonnegative_risk` keeps from
+    going below 0. A class without weighted positives contributes no terms; empty sets
+    give 0, never NaN.
 
     Args:
         h_label (Tensor): (N,) H(c_i, label_i); only read for positives.
@@ -44,12 +41,9 @@ def pu_risk(h_label: Tensor,
         weights (Tensor): (N,) non-negative sample weights; 0 ignores a sample.
         priors (Tensor): (C,) class priors pi_m.
         estimator (str): One of :data:`RISK_ESTIMATORS`.
-        nonnegative (str): One of :data:`NONNEGATIVE_MODES`.
-        beta (float): nnPU threshold, >= 0.
-        gamma (float): nnPU ascent factor, in (0, 1].
 
     Returns:
-        Tensor: Scalar risk.
+        tuple[Tensor, Tensor]: Scalars R_p and r.
     """
     num_classes = priors.numel()
     # Weighted count of each class, the background slot last: (C + 1,)
@@ -69,11 +63,37 @@ def pu_risk(h_label: Tensor,
     marginal_total = marginal_weights.sum()
     marginal_bg = (marginal_weights * h_bg).sum() / torch.where(
         marginal_total > 0, marginal_total, torch.ones_like(marginal_total))
+    return positive_risk, marginal_bg - positive_bg
 
-    negative_risk = marginal_bg - positive_bg
+
+def is_corrected(negative_risk: Tensor, nonnegative: str = 'clamp',
+                 beta: float = 0.0) -> Tensor:
+    """Whether :func:`nonnegative_risk` replaces the bracket r: r < 0 (``'clamp'``, the
+    gradient of r is dropped) or r < -beta (``'nnpu'``, the ascent step). A bool scalar."""
+    return negative_risk < (0.0 if nonnegative == 'clamp' else -beta)
+
+
+def nonnegative_risk(positive_risk: Tensor, negative_risk: Tensor,
+                     nonnegative: str = 'clamp', beta: float = 0.0,
+                     gamma: float = 1.0) -> Tensor:
+    """The non-negative PU risk from its terms R_p and r (:func:`pu_risk_terms`).
+
+    ``'clamp'`` returns R_p + max{0, r} (Eq. 7); ``'nnpu'`` returns R_p + r, or R_p - beta
+    with the gradient of -gamma * r when r < -beta (docs/method.md#naive-pu-and-nnpu).
+
+    Args:
+        positive_risk (Tensor): R_p.
+        negative_risk (Tensor): r.
+        nonnegative (str): One of :data:`NONNEGATIVE_MODES`.
+        beta (float): nnPU threshold, >= 0.
+        gamma (float): nnPU ascent factor, in (0, 1].
+
+    Returns:
+        Tensor: Scalar risk.
+    """
     if nonnegative == 'clamp':
         return positive_risk + negative_risk.clamp(min=0)
-    overfitting = negative_risk < -beta
+    overfitting = is_corrected(negative_risk, nonnegative, beta)
     value = torch.where(overfitting, positive_risk - beta,
                         positive_risk + negative_risk)
     objective = torch.where(overfitting, -gamma * negative_risk, value)
@@ -112,7 +132,8 @@ def check_priors(priors, key: str) -> list:
 
 
 class BasePULoss(nn.Module, metaclass=ABCMeta):
-    """Base of the PU classification losses: :func:`pu_risk` over per-sample losses.
+    """Base of the PU classification losses: :func:`nonnegative_risk` of
+    :func:`pu_risk_terms` over per-sample losses.
 
     Holds what every PU loss shares: the risk options and their checks, the prior
     buffer (``prior``, 0-dim, or ``priors``, ``(C,)``; saved in checkpoints and set in
@@ -149,6 +170,7 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
         self.nnpu_gamma = float(nnpu_gamma)
         self.risk_scale = risk_scale
         self.loss_weight = loss_weight
+        self._corrections, self._estimates = None, 0
 
     def _check_risk_options(self, estimator: str, nonnegative: str, beta: float,
                             gamma: float, risk_scale: str) -> None:
@@ -254,12 +276,34 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
                              f'per row of cls_score), got {weight.numel()}')
         h_label, h_bg = self.loss_terms(cls_score, labels, quality)
         priors = self.class_priors.to(cls_score)
-        risk = pu_risk(h_label, h_bg, labels, weight, priors,
-                       estimator=self.estimator, nonnegative=self.nonnegative,
-                       beta=self.nnpu_beta, gamma=self.nnpu_gamma)
+        positive_risk, negative_risk = pu_risk_terms(h_label, h_bg, labels, weight,
+                                                     priors, self.estimator)
+        self._count_correction(negative_risk)
+        risk = nonnegative_risk(positive_risk, negative_risk, self.nonnegative,
+                                self.nnpu_beta, self.nnpu_gamma)
         if self.risk_scale == 'per_positive':
             risk = risk / priors.sum()
         return self.loss_weight * risk
+
+    def _count_correction(self, negative_risk: Tensor) -> None:
+        """Count a risk estimate, and whether the non-negativity acted on it, without
+        synchronising with the device (:meth:`pop_correction_share` reads the count)."""
+        corrected = is_corrected(negative_risk.detach(), self.nonnegative,
+                                 self.nnpu_beta).float()
+        self._corrections = (corrected if self._corrections is None
+                             else self._corrections + corrected)
+        self._estimates += 1
+
+    def pop_correction_share(self):
+        """The share of the risk estimates since the last call whose bracket r the
+        non-negativity replaced (r < 0 for the clamp of Eq. 7, r < -beta for nnPU), or
+        None if the loss has not been called since; resets the count
+        (:class:`~mmdet_pu.engine.hooks.PUCorrectionLoggerHook` logs it)."""
+        if not self._estimates:
+            return None
+        share = float(self._corrections) / self._estimates
+        self._corrections, self._estimates = None, 0
+        return share
 
     def extra_repr(self) -> str:
         beta_key, gamma_key = self.nnpu_keys

@@ -100,8 +100,8 @@ def _label_and_background(negative: Tensor, positive: Tensor, labels: Tensor,
 class DensePULoss(BasePULoss):
     """Base of the PU risks of sigmoid dense heads (docs/method.md#dense-detectors).
 
-    The loss is :func:`~.base_pu_loss.pu_risk` divided by sum_m pi_m, the risk per
-    expected positive location (``risk_scale='per_positive'``;
+    The loss is the risk of :func:`~.base_pu_loss.nonnegative_risk` divided by
+    sum_m pi_m, the risk per expected positive location (``risk_scale='per_positive'``;
     docs/method.md#normaliser-of-the-dense-risk), or the risk as it stands
     (``'per_location'``). It needs every location of the mini-batch in one call: use
     the PU heads (docs/method.md#one-estimate-per-mini-batch). Config keys:

@@ -77,10 +77,10 @@ class TwoStage(nn.Module):
         self.roi_head.bbox_head.loss_cls = PULoss(prior=0.25)
 
 
-def run_hook(model, iterations):
-    hub = MessageHub.get_instance('test_pu_correction_logger_hook')
+def run_hook(model, iterations, window=10):
+    hub = MessageHub.get_instance(f'test_pu_correction_logger_hook_{window}')
     runner = SimpleNamespace(model=model, message_hub=hub)
-    hook = PUCorrectionLoggerHook()
+    hook = PUCorrectionLoggerHook(window)
     hook.before_train(runner)
     for calls in iterations:
         for cls_score in calls:
@@ -95,10 +95,20 @@ def test_the_hook_logs_each_pu_loss_per_iteration():
     confident, timid = scores(5.0, -5.0), scores(-5.0, -5.0)
     # three iterations: one clamped call; two calls (as RPNHead per level), one
     # clamped; one call not clamped. The RoI loss is never called: nothing logged.
-    hub = run_hook(model, [[confident], [confident, timid], [timid]])
+    iterations = [[confident], [confident, timid], [timid]]
+    hub = run_hook(model, iterations, window=1)
     assert hub.get_scalar('train/pu_corrected.rpn_head').data[0].tolist() == [
         1.0, 0.5, 0.0]
     assert 'train/pu_corrected.roi_head.bbox_head' not in hub.log_scalars
+    # the logger prints the current value: the hook writes the mean of its window
+    hub = run_hook(model, iterations, window=2)
+    assert hub.get_scalar('train/pu_corrected.rpn_head').data[0].tolist() == [
+        1.0, 0.75, 0.25]
+
+
+def test_the_window_is_checked():
+    with pytest.raises(ValueError, match='window'):
+        PUCorrectionLoggerHook(0)
 
 
 def test_the_hook_logs_nothing_without_pu_losses():

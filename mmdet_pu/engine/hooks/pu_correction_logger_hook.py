@@ -1,4 +1,5 @@
 """Logs how often each PU loss's non-negativity acts (docs/method.md#the-clamped-bracket)."""
+from collections import deque
 from typing import Dict, Optional
 
 from mmengine.hooks import Hook
@@ -23,19 +24,30 @@ class PUCorrectionLoggerHook(Hook):
     gradient is dropped for that batch), r < -beta under nnPU (the ascent step).
 
     The scalar ``train/pu_corrected.<loss path>`` is written every iteration in which the
-    loss was called (1 or 0 for one estimate per iteration, the share for several, as
-    ``RPNHead``'s one per level); the logger prints its mean over its window. A share
-    near 1 means the negatives' risk rarely trains (docs/method.md#the-clamped-bracket).
-    Models without a PU loss log nothing. In ``default_runtime.py``'s ``default_hooks``.
+    loss was called: the mean, over the last ``window`` such iterations, of each
+    iteration's share (1 or 0 for one estimate per iteration; several, as ``RPNHead``'s
+    one per level, give a fraction). mmengine's logger prints a scalar that is not a
+    loss as its current value, so the hook averages. A value near 1 means the negatives'
+    risk rarely trains (docs/method.md#the-clamped-bracket). Models without a PU loss
+    log nothing. In ``default_runtime.py``'s ``default_hooks``.
+
+    Args:
+        window (int): Iterations averaged; the logger's interval by default (10).
     """
 
     priority = 'NORMAL'  # before LoggerHook (BELOW_NORMAL) reads the message hub
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = 10) -> None:
+        if not (isinstance(window, int) and window >= 1):
+            raise ValueError(f'PUCorrectionLoggerHook.window: expected an integer >= 1, '
+                             f'got {window!r}')
+        self.window = window
         self._losses: Optional[Dict[str, BasePULoss]] = None
+        self._shares: Dict[str, deque] = {}
 
     def before_train(self, runner) -> None:
         self._losses = pu_losses(runner.model)
+        self._shares = {name: deque(maxlen=self.window) for name in self._losses}
 
     def after_train_iter(self, runner, batch_idx: int,
                          data_batch: Optional[dict] = None,
@@ -43,4 +55,7 @@ class PUCorrectionLoggerHook(Hook):
         for name, loss in self._losses.items():
             share = loss.pop_correction_share()
             if share is not None:
-                runner.message_hub.update_scalar(f'train/pu_corrected.{name}', share)
+                shares = self._shares[name]
+                shares.append(share)
+                runner.message_hub.update_scalar(f'train/pu_corrected.{name}',
+                                                 sum(shares) / len(shares))

@@ -23,8 +23,9 @@ In ``<work dir>``:
    detections on the training split (score at least the threshold its validation
    selected, :mod:`mmdet_pu.experiments.pseudo_labels`) are added to the training labels as
    pseudo-labels (``pseudo_labels.json``), and the config is trained once more at the
-   chosen priors; the criterion then chooses among all the trainings
-   (docs/method.md#self-training).
+   chosen priors (``self_train_loss='own'``: with the detector's own classification
+   losses instead, :mod:`.own_loss`); the criterion then chooses among all the
+   trainings (docs/method.md#self-training).
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
@@ -47,6 +48,7 @@ from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_o
 from mmdet_pu.prior.estimate_file import main_stage
 from mmdet_pu.prior.keys import type_name
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
+from .own_loss import own_loss_options, write_own_loss_config
 from .prior_versus import estimate_run
 from .pseudo_labels import write_pseudo_labels
 from .reports import pyplot, save_figure, write_json
@@ -54,6 +56,8 @@ from .runs import Run, run_all
 
 #: Factors (in odds) applied to the estimated shares: the candidate trainings.
 DEFAULT_FACTORS = (0.7, 2.0)
+#: The self-training round's classification loss: the PU losses, or the detector's own.
+SELF_TRAIN_LOSSES = ('pu', 'own')
 #: The lowest score a pseudo-label may have, whatever the validation selected.
 SELF_TRAIN_MIN_SCORE = 0.5
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
@@ -89,9 +93,12 @@ def check_self_training(config: str) -> None:
 
 
 def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
-                      echo: Callable[[str], None]) -> Run:
+                      echo: Callable[[str], None], loss: str = 'pu') -> Run:
     """The training on the labels plus ``chosen``'s pseudo-labels (``options``: the
-    chosen training's own), the file written first if absent."""
+    chosen training's own), the file written first if absent; with ``loss='own'`` the
+    config with the detector's own classification losses
+    (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
+    inside them (the priors)."""
     pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
     if not osp.isfile(pseudo):
         score_thr = max(SELF_TRAIN_MIN_SCORE, chosen['val_score_thr'] or 0.0)
@@ -100,6 +107,10 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen
         echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
              f'labeled ones on {found["num_images"]} training images (score >= '
              f'{score_thr:g}, {chosen["name"]})')
+    if loss == 'own':
+        own_config = osp.join(work_dir, 'self_trained_config.py')
+        replaced = write_own_loss_config(config, own_config)
+        config, options = own_config, own_loss_options(options, replaced)[0]
     return Run(config, osp.join(work_dir, 'self_trained'),
                [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}'],
                name='self_trained')
@@ -149,16 +160,25 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
 
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
-              self_train: bool = True, echo: Callable[[str], None] = print) -> dict:
+              self_train: bool = True, echo: Callable[[str], None] = print,
+              self_train_loss: str = 'pu') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
+    ``self_train_loss``: the self-training round's classification loss, one of
+    :data:`SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors (``'pu'``) or
+    the detector's own (``'own'``, :mod:`.own_loss`).
+
     Raises:
-        ValueError: a factor <= 0, or a work dir holding runs of other options.
+        ValueError: a factor <= 0, an unknown ``self_train_loss``, or a work dir holding
+            runs of other options.
         RuntimeError: a training or the estimate failed, or no training detects a
             labeled validation cell (the criterion cannot choose).
     """
     if not factors or any(not f > 0 for f in factors) or len(set(factors)) != len(factors):
         raise ValueError(f'factors must be distinct and > 0, got {list(factors)}')
+    if self_train_loss not in SELF_TRAIN_LOSSES:
+        raise ValueError(f'self_train_loss: expected one of {SELF_TRAIN_LOSSES}, got '
+                         f'{self_train_loss!r}')
     if self_train:
         check_self_training(config)
     options = [*cfg_options, f'randomness.seed={seed}']
@@ -191,7 +211,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     chosen, reason = _choose(rows, echo)
     if self_train and chosen['checkpoint']:
         run = self_training_run(config, work_dir, run_options[chosen['name']], chosen,
-                                echo)
+                                echo, self_train_loss)
         echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
         run_all([run], jobs=1, echo=echo)
         run_options[run.name] = run.options
@@ -201,6 +221,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     link_checkpoint(chosen['checkpoint'], final)
     summary = dict(
         config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
+        self_train_loss=self_train_loss if self_train else None,
         keys=keys, estimators={
             name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
             for name, stage in report['stages'].items()},

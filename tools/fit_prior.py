@@ -15,11 +15,11 @@ then trains once more with that detector's confident detections on the training 
 added as pseudo-labels (self-training; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
 losses instead of the PU ones) and keeps the best of all by the same criterion: no
-complete labels needed. Written to ``DIR``
-(default ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen
-checkpoint), ``fit_prior.json`` (every training, the estimates, the choice and why;
-``chosen_cfg_options`` trains it again), ``pseudo_labels.json``, ``fit_prior.png``, and
-one work dir per training. Rerun the same command to resume.
+complete labels needed. Written to ``DIR`` (default
+``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
+``fit_prior.json`` (every training, the estimates, the choice and why; ``chosen_config``
+with ``chosen_cfg_options`` trains it again), ``pseudo_labels.json``, ``fit_prior.png``,
+and one work dir per training. Rerun the same command to resume.
 :mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """

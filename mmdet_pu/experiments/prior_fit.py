@@ -208,13 +208,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
              for i, (factor, run) in enumerate(runs.items(), start=1)]
     run_options = {'provisional': options}
     run_options.update({run.name: run.options for run in runs.values()})
+    run_configs = {name: config for name in run_options}
     chosen, reason = _choose(rows, echo)
     if self_train and chosen['checkpoint']:
         run = self_training_run(config, work_dir, run_options[chosen['name']], chosen,
                                 echo, self_train_loss)
         echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
         run_all([run], jobs=1, echo=echo)
-        run_options[run.name] = run.options
+        run_options[run.name], run_configs[run.name] = run.options, run.config
         rows.append(_row(len(rows), run, dict(chosen['priors'])))
         chosen, reason = _choose(rows, echo)
     final = osp.join(work_dir, 'fit_prior.pth')
@@ -228,7 +229,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         estimated_shares=shares,
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],
-        chosen=chosen['name'], checkpoint=final,
+        chosen=chosen['name'], checkpoint=final, chosen_config=run_configs[chosen['name']],
         chosen_cfg_options=[option for option in run_options[chosen['name']]
                             if option not in options],
         reason=reason)
@@ -271,6 +272,8 @@ def format_summary(summary: dict) -> str:
                      f'{"-" if ap is None else f"{ap:.3f}"}')
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
                  f'{summary["checkpoint"]}')
+    if summary['chosen_config'] != summary['config']:
+        lines.append(f'its config: {summary["chosen_config"]} (the own-loss self-training)')
     if summary['chosen_cfg_options']:
         lines.append('its options: --cfg-options ' + ' '.join(summary['chosen_cfg_options']))
     return '\n'.join(lines)

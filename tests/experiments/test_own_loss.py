@@ -115,3 +115,16 @@ def test_an_unknown_self_train_loss_is_an_error(tmp_path):
     with pytest.raises(ValueError, match='self_train_loss'):
         fit.fit_prior(str(CONFIGS / 'synthetic/synthetic_keep1_pu.py'), str(tmp_path),
                       self_train_loss='ce', echo=lambda msg: None)
+
+
+def test_the_summary_names_the_own_loss_config():
+    row = dict(name='self_trained', priors=dict(roi=0.2), val_recall=0.8,
+               pu_criterion=1.0, test=dict(avg_f1=0.8, ap=0.8))
+    summary = dict(trainings=[row], chosen='self_trained', reason='best', checkpoint='c',
+                   config='pu.py', chosen_config='fit/self_trained_config.py',
+                   chosen_cfg_options=['train_dataloader.dataset.pseudo_labels=p.json'])
+    lines = fit.format_summary(summary).splitlines()
+    assert lines[-2] == 'its config: fit/self_trained_config.py (the own-loss self-training)'
+    assert lines[-1].startswith('its options: --cfg-options train_dataloader')
+    summary['chosen_config'] = 'pu.py'
+    assert 'its config' not in fit.format_summary(summary)

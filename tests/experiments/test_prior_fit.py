@@ -64,6 +64,7 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert os.path.samefile(work / 'fit_prior.pth', chosen['checkpoint'])
     written = json.loads((work / 'fit_prior.json').read_text())
     assert written['chosen'] == summary['chosen'] and written['reason']
+    assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(fit.format_summary(summary))  # renders
 

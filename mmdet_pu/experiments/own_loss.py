@@ -8,16 +8,15 @@ the PU loss), ``FocalPULoss`` mmdet's ``FocalLoss``, ``QualityFocalPULoss``
 PU head computes its detector's own loss with them), and so do box-fit negatives. A
 ``PriorUpdateHook`` is dropped: it needs the PU loss's priors.
 """
-from typing import List, Sequence, Tuple
+from typing import List, Sequence
 
 from mmengine.config import Config
 
 from mmdet_pu.prior.keys import type_name
 
 
-def _cross_entropy(loss: dict, sigmoid_default: bool = False) -> dict:
-    return dict(type='CrossEntropyLoss',
-                use_sigmoid=loss.get('use_sigmoid', sigmoid_default),
+def _cross_entropy(loss: dict) -> dict:
+    return dict(type='CrossEntropyLoss', use_sigmoid=loss.get('use_sigmoid', False),
                 loss_weight=loss.get('loss_weight', 1.0))
 
 
@@ -75,11 +74,10 @@ def write_own_loss_config(config: str, out: str) -> List[str]:
     return replaced
 
 
-def own_loss_options(options: Sequence[str],
-                     replaced: Sequence[str]) -> Tuple[List[str], List[str]]:
-    """``(kept, dropped)``: the ``--cfg-options`` that do not set anything inside a
-    replaced loss (its prior, its risk options), and those that do."""
+def own_loss_options(options: Sequence[str], replaced: Sequence[str]) -> List[str]:
+    """The ``--cfg-options`` that set nothing inside a replaced loss (its prior, its risk
+    options): those the own-loss config takes."""
     def inside(option: str) -> bool:
         key = option.split('=', 1)[0]
         return any(key.startswith(f'{path}.') for path in replaced)
-    return ([o for o in options if not inside(o)], [o for o in options if inside(o)])
+    return [option for option in options if not inside(option)]

@@ -110,7 +110,7 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)
-        config, options = own_config, own_loss_options(options, replaced)[0]
+        config, options = own_config, own_loss_options(options, replaced)
     return Run(config, osp.join(work_dir, 'self_trained'),
                [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}'],
                name='self_trained')

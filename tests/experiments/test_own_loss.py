@@ -10,8 +10,10 @@ from mmengine.runner import Runner
 
 from mmdet.registry import MODELS
 from mmdet_pu.experiments import prior_fit as fit
-from mmdet_pu.experiments.own_loss import own_loss_options, write_own_loss_config
+from mmdet_pu.experiments.own_loss import (OWN_LOSSES, own_loss_options,
+                                           write_own_loss_config)
 from mmdet_pu.launch import parse_cfg_options
+from mmdet_pu.prior.keys import PU_LOSSES
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 CONFIGS = REPO / 'configs'
@@ -76,9 +78,13 @@ def test_options_inside_a_replaced_loss_are_dropped():
                'model.rpn_head.loss_cls.nonnegative=nnpu',
                'model.roi_head.bbox_head.loss_bbox.loss_weight=2',
                'randomness.seed=1']
-    kept, dropped = own_loss_options(
+    kept = own_loss_options(
         options, ['model.rpn_head.loss_cls', 'model.roi_head.bbox_head.loss_cls'])
-    assert kept == options[2:] and dropped == options[:2]
+    assert kept == options[2:]
+
+
+def test_every_pu_loss_has_an_own_loss():
+    assert set(OWN_LOSSES) == set(PU_LOSSES)
 
 
 def test_the_self_training_run_trains_the_own_loss_config(tmp_path):

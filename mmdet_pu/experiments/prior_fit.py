@@ -206,16 +206,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     rows += [_row(i, run, {stage: candidates[factor].get(key)
                            for stage, key in keys.items()})
              for i, (factor, run) in enumerate(runs.items(), start=1)]
-    run_options = {'provisional': options}
-    run_options.update({run.name: run.options for run in runs.values()})
-    run_configs = {name: config for name in run_options}
+    trained = {run.name: run for run in (provisional, *runs.values())}
     chosen, reason = _choose(rows, echo)
     if self_train and chosen['checkpoint']:
-        run = self_training_run(config, work_dir, run_options[chosen['name']], chosen,
+        run = self_training_run(config, work_dir, trained[chosen['name']].options, chosen,
                                 echo, self_train_loss)
         echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
         run_all([run], jobs=1, echo=echo)
-        run_options[run.name], run_configs[run.name] = run.options, run.config
+        trained[run.name] = run
         rows.append(_row(len(rows), run, dict(chosen['priors'])))
         chosen, reason = _choose(rows, echo)
     final = osp.join(work_dir, 'fit_prior.pth')
@@ -229,8 +227,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         estimated_shares=shares,
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],
-        chosen=chosen['name'], checkpoint=final, chosen_config=run_configs[chosen['name']],
-        chosen_cfg_options=[option for option in run_options[chosen['name']]
+        chosen=chosen['name'], checkpoint=final, chosen_config=trained[chosen['name']].config,
+        chosen_cfg_options=[option for option in trained[chosen['name']].options
                             if option not in options],
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)

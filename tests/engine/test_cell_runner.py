@@ -1,11 +1,16 @@
-"""CellRunner: a config's top-level ``deletion`` reaches the train and val loaders only."""
+"""CellRunner: a config's top-level ``deletion`` reaches the train and val loaders only,
+and the config's text is formatted once."""
+import copy
+import pickle
+
+import mmengine.config.config as mmengine_config
 import pytest
 from mmengine.config import Config
 from mmengine.registry import RUNNERS
 
 import mmdet_pu  # noqa: F401
 from mmdet_pu.datasets import apply_deletion
-from mmdet_pu.engine.runner import CellRunner
+from mmdet_pu.engine.runner import CellRunner, OnceFormattedConfig
 
 SCHEME = dict(type='KeepPerPatch', k=1, order='random', seed=0)
 
@@ -55,3 +60,35 @@ def test_configs_build_the_cell_runner_with_the_scheme_applied(tmp_path):
     assert runner._train_dataloader['dataset']['deletion'] == dict(SCHEME, k=5)
     assert runner._val_dataloader['dataset']['deletion'] == dict(SCHEME, k=5)
     assert 'deletion' not in runner._test_dataloader['dataset']
+
+
+def test_the_runner_formats_the_config_text_once_and_as_mmengine_does(tmp_path, monkeypatch):
+    calls = []
+    format_code = mmengine_config.FormatCode
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return format_code(*args, **kwargs)
+
+    monkeypatch.setattr(mmengine_config, 'FormatCode', counted)
+    cfg = Config.fromfile('configs/synthetic/synthetic_keep1_pu.py')
+    once = OnceFormattedConfig.of(cfg)
+    assert once.to_dict() == cfg.to_dict() and once.filename == cfg.filename
+    assert once.pretty_text == cfg.pretty_text and len(calls) == 2
+    assert once.pretty_text == once.dump() and len(calls) == 2  # formatted once
+    once.model.roi_head.bbox_head.loss_cls.prior = 0.5  # new contents: formatted again
+    assert 'prior=0.5' in once.pretty_text and len(calls) == 3
+    assert 'prior=0.5' not in cfg.pretty_text  # a copy: the original is untouched
+    for other in (copy.deepcopy(once), pickle.loads(pickle.dumps(once))):
+        assert type(other) is OnceFormattedConfig and other.to_dict() == once.to_dict()
+    assert OnceFormattedConfig.of(once) is once
+
+    calls.clear()
+    cfg.work_dir = str(tmp_path)
+    runner = RUNNERS.build(cfg)
+    assert type(runner.cfg) is OnceFormattedConfig
+    runner.dump_config()
+    runner.cfg.pretty_text
+    assert len(calls) == 1  # the log and the dump: one formatting
+    dumped = Config.fromfile(tmp_path / 'synthetic_keep1_pu.py')
+    assert dumped.to_dict() == runner.cfg.to_dict()

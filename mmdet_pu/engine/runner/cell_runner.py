@@ -1,5 +1,6 @@
 """The runner of every mmdet_pu config: mmengine's ``Runner`` that first hands the
-config's deletion scheme to its training and validation loaders.
+config's deletion scheme to its training and validation loaders, and formats the
+config's text once (:mod:`.config_text`).
 
 A config names its incomplete-annotation protocol once, in the top-level key
 ``deletion`` (docs/method.md#datasets-and-deletion); ``runner_type = 'CellRunner'``
@@ -11,13 +12,15 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from ...datasets.deletion import apply_deletion
+from .config_text import OnceFormattedConfig
 
 
 @RUNNERS.register_module()
 class CellRunner(Runner):
     """``Runner`` whose :meth:`from_cfg` applies the config's ``deletion`` first
-    (:func:`~mmdet_pu.datasets.deletion.apply_deletion`)."""
+    (:func:`~mmdet_pu.datasets.deletion.apply_deletion`) and keeps the config as an
+    :class:`~.config_text.OnceFormattedConfig`."""
 
     @classmethod
     def from_cfg(cls, cfg) -> 'Runner':
-        return super().from_cfg(apply_deletion(cfg))
+        return super().from_cfg(OnceFormattedConfig.of(apply_deletion(cfg)))

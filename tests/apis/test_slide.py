@@ -28,6 +28,7 @@ from mmdet_pu.io.detection_writers import write_slide_outputs
 from mmdet_pu.io.slides import OpenSlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
 from mmdet_pu.io.qupath import read_geojson
+from tests._cli import run_script
 from tests._data import REPO
 from tests.apis._fixtures import (BACKGROUND, CELLS, NUCLEUS, TISSUE, BlobDetector,
                                   RecordingReader, make_slide_image, write_slide)
@@ -277,10 +278,8 @@ def test_command_line_refuses_bad_input_before_the_model_loads(tmp_path):
                               'expected x, y >= 0 and w, h > 0'),
                              ([str(tmp_path / 'a.tif'), '--frame', 'bioformats'],
                               "invalid choice: 'bioformats'")]:
-        proc = subprocess.run(
-            [sys.executable, 'tools/infer_slide.py', 'c.py', 'x.pth', *options, '--out',
-             str(tmp_path / 'o')], cwd=REPO, capture_output=True, text=True,
-            env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1'))
+        proc = run_script('tools/infer_slide.py', 'c.py', 'x.pth', *options, '--out',
+                          tmp_path / 'o')
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / 'o').exists()
 

@@ -1,26 +1,20 @@
 """Command-line behaviour of data_prep/prepare.py and data_prep/delete.py on bad input."""
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import scipy.io
 
 from data_prep.prepare import report_user_errors
-from tests._data import REPO
+from tests import _cli as cli
 from tests.data_prep.raw_fixtures import make_crchisto
 
 DETECTION = 'CRCHistoPhenotypes_2016_04_28/Detection'
 
 
 def run_script(script, *args):
-    """Run ``python data_prep/<script> ARGS`` from the repository root."""
-    return subprocess.run(
-        [sys.executable, str(REPO / 'data_prep' / script), *map(str, args)],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, OMP_NUM_THREADS='1'))
+    """``python data_prep/<script> ARGS`` from the repository root (in this process)."""
+    return cli.run_script(f'data_prep/{script}', *args)
 
 
 @pytest.fixture

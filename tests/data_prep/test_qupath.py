@@ -27,6 +27,7 @@ from mmdet_pu.io.images import LazyImageReader
 from mmdet_pu.io.qupath import QuPathObject, Region, match_exports, qupath_stem, write_geojson
 from mmdet_pu.io.slides import OpenSlideReader
 from mmdet_pu.io.sources import open_image_source
+from tests._cli import run_script
 from tests._data import REPO
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, feature, gzip_export, multipoint,
                                     noise_image, paint_cells, point, rect, write_features,
@@ -377,11 +378,8 @@ def test_every_form_imports_and_the_report_accounts_for_every_feature(tmp_path):
     src, out = tmp_path / 'src', tmp_path / 'out'
     src.mkdir()
     pixels = make_forms(src)
-    result = subprocess.run(
-        [sys.executable, 'data_prep/prepare.py', 'qupath', '--src', str(src), '--out',
-         str(out), '--plane', '0,0', '--box-size', '8', '--no-progress'],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS='1'))
+    result = run_script('data_prep/prepare.py', 'qupath', '--src', src, '--out', out,
+                        '--plane', '0,0', '--box-size', '8', '--no-progress')
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / qupath.REPORT_FILE).read_text())
     files = {entry['file']: entry for entry in report['files']}

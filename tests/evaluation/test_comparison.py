@@ -1,9 +1,6 @@
 """mmdet_pu.evaluation.comparison (and tools/compare.py) on per-image dumps written by
 CellDetMetric itself."""
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +13,7 @@ from mmdet.structures import DetDataSample
 from mmdet_pu.evaluation import CellDetMetric, comparison, comparison_format
 from mmdet_pu.evaluation.rates import average_precision
 from mmdet_pu.evaluation.statistics import benjamini_hochberg
-from tests._data import REPO
+from tests._cli import run_script
 
 
 def sample_with_counts(img_id, counts):
@@ -105,9 +102,7 @@ def test_fold_table_by_hand(fold_dirs):
 
 
 def compare_cli(*argv):
-    return subprocess.run([sys.executable, 'tools/compare.py', *map(str, argv)], cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
-                          text=True)
+    return run_script('tools/compare.py', *argv)
 
 
 def test_markdown_and_latex_output(fold_dirs):

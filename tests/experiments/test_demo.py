@@ -2,8 +2,6 @@
 repeat) runs end to end over seeds and reports."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from mmdet_pu.evaluation.comparison import OVERALL, RANKING, build_table, load_runs
 from mmdet_pu.experiments import demo
 from mmdet_pu.experiments.runs import Run
+from tests._cli import run_script
 from tests._data import REPO
 from tests.evaluation.test_comparison import dump
 
@@ -18,12 +17,10 @@ from tests.evaluation.test_comparison import dump
 @pytest.mark.slow
 def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     work_dir = tmp_path / 'demo'
-    argv = [sys.executable, 'tools/demo.py', '--variant', 'binary', '--iters', '2',
-            '--seeds', '0', '1', '--num-images', '4', '--jobs', '2',
-            '--work-dir', str(work_dir),
-            '--data-root', str(tmp_path / 'data')]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    argv = ['tools/demo.py', '--variant', 'binary', '--iters', '2', '--seeds', '0', '1',
+            '--num-images', '4', '--jobs', '2', '--work-dir', work_dir,
+            '--data-root', tmp_path / 'data']
+    proc = run_script(*argv)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert '| method | recall | precision | F1 | gap closed |' in proc.stdout
     assert 'PU > naive PU on F1 over 2 seeds: ' in proc.stdout
@@ -63,7 +60,7 @@ def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     assert '| Method | F1 at 0.5 mean | std | p | F1 at val. thr. mean |' in proc.stdout
 
     # a second call reuses every run and prints the same table
-    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    again = run_script(*argv)
     assert again.returncode == 0, again.stderr[-3000:]
     assert '8 of 8 runs already tested' in again.stdout
     table = proc.stdout[proc.stdout.index('| method |'):proc.stdout.index('Total time')]

@@ -2,14 +2,13 @@
 line's input errors, and a tiny real fit end to end."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from mmdet_pu.experiments import prior_fit as fit
 from mmdet_pu.prior.candidates import estimated_shares, scale_odds
+from tests._cli import run_script
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 
@@ -18,9 +17,7 @@ def test_command_line_input_errors(tmp_path):
     for args, message in ((['--factors', '0.5', '-1'], 'expected values > 0'),
                           (['--factors', '2', '2'], '--factors repeat'),
                           (['--cfg-options', 'randomness.seed=3'], 'set by --seeds')):
-        proc = subprocess.run([sys.executable, 'tools/fit_prior.py', config, *args,
-                               '--work-dir', str(tmp_path)], cwd=REPO, text=True,
-                              capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
         assert proc.returncode == 2 and message in proc.stderr
     assert not any(tmp_path.iterdir())
 

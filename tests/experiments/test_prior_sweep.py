@@ -3,8 +3,6 @@ selection, and a tiny real sweep."""
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -15,6 +13,7 @@ from mmdet_pu.experiments.prior_sweep import (candidate_values, dry_run, format_
                                               setup_sweep, trained_options)
 from mmdet_pu.prior.keys import find_prior_keys
 from mmdet_pu.prior.selection import check_sweep_config
+from tests._cli import run_script
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 PU_EXTRA = pu_model_extra(0.3, 0.3) + "val_evaluator = dict(type='CellDetMetric')\n"
@@ -41,9 +40,7 @@ def sweep(config, work_dir, values=None, estimate_file=None, num=3, select='reca
 
 
 def sweep_cli(*argv):
-    return subprocess.run([sys.executable, 'tools/sweep_prior.py', *map(str, argv)],
-                          cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                          capture_output=True, text=True)
+    return run_script('tools/sweep_prior.py', *argv)
 
 
 def test_grid_is_inclusive_and_checked():

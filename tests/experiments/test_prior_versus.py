@@ -3,14 +3,13 @@ tools/estimate_vs_sweep.py): the per-seed comparison, the summary, and a tiny re
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
 from mmdet_pu.experiments import prior_versus as study
+from tests._cli import run_script
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 ROI_KEY = 'model.roi_head.bbox_head.loss_cls.prior'
@@ -106,10 +105,8 @@ def test_summary_counts_seeds_and_costs_trainings():
 
 def test_input_errors_are_clear(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
-    proc = subprocess.run(
-        [sys.executable, 'tools/estimate_vs_sweep.py', config, '--seeds', '0', '--values',
-         '1.2'], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-        capture_output=True, text=True)
+    proc = run_script('tools/estimate_vs_sweep.py', config, '--seeds', '0', '--values',
+                      '1.2')
     assert proc.returncode == 2
     assert 'prior 1.2: expected a value in (0, 1)' in proc.stderr
     with pytest.raises(ValueError, match='no PULoss prior and no PriorUpdateHook'):

@@ -1,9 +1,6 @@
 """Repeated runs (mmdet_pu.experiments.repeat, tools/repeat.py): real 2-iteration runs over
 two seeds, resumability, the statistics."""
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +9,7 @@ from scipy import stats
 from mmdet_pu.evaluation.statistics import benjamini_hochberg
 from mmdet_pu.experiments import repeat
 from mmdet_pu.experiments.runs import Run
+from tests._cli import run_script
 from tests._data import REPO
 from tests.evaluation.test_comparison import dump
 
@@ -19,9 +17,7 @@ CONFIG = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
 
 
 def cli(*argv):
-    return subprocess.run([sys.executable, 'tools/repeat.py', *argv], cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)),
-                          capture_output=True, text=True)
+    return run_script('tools/repeat.py', *argv)
 
 
 @pytest.fixture(scope='module')
@@ -29,9 +25,8 @@ def experiment(tmp_path_factory):
     """Two seeds of the synthetic PU config, 2 iterations each, on 4 generated images."""
     tmp = tmp_path_factory.mktemp('repeat')
     data = tmp / 'data'
-    subprocess.run([sys.executable, 'data_prep/prepare.py', 'synthetic', '--out', str(data),
-                    '--num-images', '4', '--no-progress'], cwd=REPO, check=True,
-                   capture_output=True)
+    assert run_script('data_prep/prepare.py', 'synthetic', '--out', data, '--num-images', '4',
+                      '--no-progress').returncode == 0
     argv = [CONFIG, '--seeds', '0', '1', '--names', 'PU', '--work-dir', str(tmp / 'work'),
             '--jobs', '2', '--cfg-options', 'train_cfg.max_iters=2',
             'default_hooks.checkpoint.interval=2', 'val_cfg=None', 'val_dataloader=None',

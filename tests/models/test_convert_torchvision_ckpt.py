@@ -1,9 +1,5 @@
 """tools/convert_torchvision_ckpt.py (a self-contained command line): torchvision weights
 -> load_from checkpoints."""
-import os
-import subprocess
-import sys
-
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
@@ -11,15 +7,14 @@ from mmengine.runner import load_checkpoint
 
 import mmdet_pu  # noqa: F401
 from mmdet.registry import MODELS
+from tests._cli import run_script
 from tests._data import REPO
 from tests.models.test_vgg16 import fake_torchvision_vgg16
 
 
 def convert_file(src, dst):
     """Run the tool on ``src``; the process."""
-    return subprocess.run(
-        [sys.executable, 'tools/convert_torchvision_ckpt.py', str(src), str(dst)], cwd=REPO,
-        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return run_script('tools/convert_torchvision_ckpt.py', src, dst)
 
 
 def refused(tmp_path, state):

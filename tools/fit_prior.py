@@ -3,7 +3,8 @@
 Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
-        [--no-self-train | --self-train-loss {pu,own}] [--jobs N]
+        [--no-self-train | --self-train-loss {pu,own} --final {self-trained,criterion}]
+        [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
 Trains the config as it is (the provisional detector), estimates each stage's share of
@@ -14,12 +15,12 @@ the best Lee & Liu criterion on the validation split (recall^2 / detections per 
 then trains once more with that detector's confident detections on the training split
 added as pseudo-labels (self-training; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
-losses instead of the PU ones) and keeps the best of all by the same criterion: no
-complete labels needed. Written to ``DIR`` (default
-``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
-``fit_prior.json`` (every training, the estimates, the choice and why; ``chosen_config``
-with ``chosen_cfg_options`` trains it again), ``pseudo_labels.json``, ``fit_prior.png``,
-and one work dir per training. Rerun the same command to resume.
+losses instead of the PU ones) and returns the self-trained detector (``--final
+criterion``: the best of all by the same criterion): no complete labels needed. Written
+to ``DIR`` (default ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen
+checkpoint), ``fit_prior.json`` (every training, the estimates, the choice and why;
+``chosen_config`` with ``chosen_cfg_options`` trains it again), ``pseudo_labels.json``,
+``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
 :mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """
@@ -27,8 +28,8 @@ import argparse
 import os.path as osp
 import sys
 
-from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, SELF_TRAIN_LOSSES, fit_prior,
-                                            format_summary)
+from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES, SELF_TRAIN_LOSSES,
+                                            fit_prior, format_summary)
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
 
 
@@ -55,6 +56,11 @@ def parse_args(argv=None):
     parser.add_argument('--self-train-loss', choices=SELF_TRAIN_LOSSES, default='pu',
                         help="the self-training round's classification loss: the PU "
                         "losses at the chosen priors (default) or the detector's own")
+    parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
+                        default='self-trained',
+                        help='what the fit returns after self-training: the self-trained '
+                        'detector (default) or the training with the best criterion among '
+                        'all of them')
     parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
     parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='passed to every training, test and estimate')
@@ -74,6 +80,7 @@ def main(argv=None):
         summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
                             args.factors, args.jobs, self_train=args.self_train,
                             self_train_loss=args.self_train_loss,
+                            final=args.final.replace('-', '_'),
                             echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
         sys.exit(f'[fit_prior] {error}')

@@ -24,8 +24,9 @@ In ``<work dir>``:
    selected, :mod:`mmdet_pu.experiments.pseudo_labels`) are added to the training labels as
    pseudo-labels (``pseudo_labels.json``), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
-   losses instead, :mod:`.own_loss`); the criterion then chooses among all the
-   trainings (docs/method.md#self-training).
+   losses instead, :mod:`.own_loss`), and the fit returns that self-trained detector
+   (``final='criterion'``: the best criterion among all the trainings instead;
+   docs/method.md#self-training).
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
@@ -60,6 +61,9 @@ DEFAULT_FACTORS = (0.7, 2.0)
 SELF_TRAIN_LOSSES = ('pu', 'own')
 #: The lowest score a pseudo-label may have, whatever the validation selected.
 SELF_TRAIN_MIN_SCORE = 0.5
+#: What a fit that self-trains returns: the self-trained detector, or the training with
+#: the best criterion among all of them.
+FINAL_CHOICES = ('self_trained', 'criterion')
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
 
 
@@ -161,16 +165,17 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
               self_train: bool = True, echo: Callable[[str], None] = print,
-              self_train_loss: str = 'pu') -> dict:
+              self_train_loss: str = 'pu', final: str = 'self_trained') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     ``self_train_loss``: the self-training round's classification loss, one of
     :data:`SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors (``'pu'``) or
-    the detector's own (``'own'``, :mod:`.own_loss`).
+    the detector's own (``'own'``, :mod:`.own_loss`). ``final``: what the fit returns
+    when it self-trains, one of :data:`FINAL_CHOICES`.
 
     Raises:
-        ValueError: a factor <= 0, an unknown ``self_train_loss``, or a work dir holding
-            runs of other options.
+        ValueError: a factor <= 0, an unknown ``self_train_loss`` or ``final``, or a work
+            dir holding runs of other options.
         RuntimeError: a training or the estimate failed, or no training detects a
             labeled validation cell (the criterion cannot choose).
     """
@@ -179,6 +184,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     if self_train_loss not in SELF_TRAIN_LOSSES:
         raise ValueError(f'self_train_loss: expected one of {SELF_TRAIN_LOSSES}, got '
                          f'{self_train_loss!r}')
+    if final not in FINAL_CHOICES:
+        raise ValueError(f'final: expected one of {FINAL_CHOICES}, got {final!r}')
     if self_train:
         check_self_training(config)
     options = [*cfg_options, f'randomness.seed={seed}']
@@ -215,19 +222,27 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         run_all([run], jobs=1, echo=echo)
         trained[run.name] = run
         rows.append(_row(len(rows), run, dict(chosen['priors'])))
+        source = chosen['name']
         chosen, reason = _choose(rows, echo)
-    final = osp.join(work_dir, 'fit_prior.pth')
-    link_checkpoint(chosen['checkpoint'], final)
+        if final == 'self_trained':
+            chosen, reason = rows[-1], (
+                f'the self-trained detector (trained on the pseudo-labels of {source}, the '
+                "best of the first trainings by Lee & Liu's criterion), which the fit "
+                'returns whenever it self-trains')
+    fit_checkpoint = osp.join(work_dir, 'fit_prior.pth')
+    link_checkpoint(chosen['checkpoint'], fit_checkpoint)
     summary = dict(
         config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
         self_train_loss=self_train_loss if self_train else None,
+        final=final if self_train else None,
         keys=keys, estimators={
             name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
             for name, stage in report['stages'].items()},
         estimated_shares=shares,
         trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
                    for row in rows],
-        chosen=chosen['name'], checkpoint=final, chosen_config=trained[chosen['name']].config,
+        chosen=chosen['name'], checkpoint=fit_checkpoint,
+        chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options
                             if option not in options],
         reason=reason)

@@ -117,10 +117,14 @@ def test_the_self_training_run_trains_the_own_loss_config(tmp_path):
     assert runner.iter == 2
 
 
-def test_an_unknown_self_train_loss_is_an_error(tmp_path):
+def test_an_unknown_self_train_loss_or_final_choice_is_an_error(tmp_path):
     with pytest.raises(ValueError, match='self_train_loss'):
         fit.fit_prior(str(CONFIGS / 'synthetic/synthetic_keep1_pu.py'), str(tmp_path),
                       self_train_loss='ce', echo=lambda msg: None)
+    with pytest.raises(ValueError, match="final: expected one of .* got 'best'"):
+        fit.fit_prior(str(CONFIGS / 'synthetic/synthetic_keep1_pu.py'), str(tmp_path),
+                      final='best', echo=lambda msg: None)
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_summary_names_the_own_loss_config():

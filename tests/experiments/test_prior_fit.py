@@ -57,15 +57,22 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
             scale_odds(shares['roi'][0], factor), abs=1e-4)
         assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
             scale_odds(shares['rpn'], factor), abs=1e-5)
-    chosen = next(row for row in summary['trainings'] if row['name'] == summary['chosen'])
-    assert os.path.samefile(work / 'fit_prior.pth', chosen['checkpoint'])
+    # the self-trained detector is returned; it learned from the best first training
+    assert summary['chosen'] == 'self_trained' and summary['final'] == 'self_trained'
+    first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
+    assert f'the pseudo-labels of {first["name"]}' in summary['reason']
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'self_trained' / 'iter_2.pth')
     written = json.loads((work / 'fit_prior.json').read_text())
     assert written['chosen'] == summary['chosen'] and written['reason']
     assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(fit.format_summary(summary))  # renders
 
+    # the same trainings, the best criterion of all four returned instead
     mtimes = {p: p.stat().st_mtime for p in work.glob('*/iter_2.pth')}
-    again = fit.fit_prior(config, str(work), factors=(0.5, 2.0), echo=lambda msg: None)
-    assert again['chosen'] == summary['chosen']
+    again = fit.fit_prior(config, str(work), factors=(0.5, 2.0), echo=lambda msg: None,
+                          final='criterion')
+    best = max(again['trainings'], key=lambda row: row['pu_criterion'])  # ties: first
+    assert again['chosen'] == best['name'] and again['final'] == 'criterion'
+    assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again

@@ -17,6 +17,7 @@ from mmengine.runner import Runner
 
 from mmdet_pu.datasets.deletion import apply_deletion
 from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.evaluation.overlay_hook import add_overlay_hook
 from mmdet_pu.evaluation.score_threshold import read_validation_thr
 
 LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
@@ -73,6 +74,26 @@ def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
     if launcher != 'none' and not torch.cuda.is_available():
         use_cpu_distributed(cfg)
     return cfg
+
+
+def load_test_config(config, checkpoint, cfg_options=None, work_dir=None,
+                     launcher='none', score_thr=None, show_dir=None, overlay_style='box'):
+    """The config ``tools/test.py CONFIG CHECKPOINT`` tests with: :func:`load_config`,
+    ``load_from`` the checkpoint, the test score threshold (:func:`set_test_score_thr`:
+    a number, ``'val'``, or the config's own) and, with ``show_dir``, the TP/FP/FN
+    overlays (:func:`~mmdet_pu.evaluation.add_overlay_hook`)."""
+    cfg = load_config(config, cfg_options, work_dir, launcher)
+    cfg.load_from = checkpoint
+    set_test_score_thr(cfg, checkpoint, score_thr)
+    if show_dir:
+        add_overlay_hook(cfg, show_dir, style=overlay_style)
+    return cfg
+
+
+def last_checkpoint(work_dir: str) -> str:
+    """The checkpoint a training in ``work_dir`` saved last (its ``last_checkpoint``)."""
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        return f.read().strip()
 
 
 def build_runner(cfg):

@@ -1,6 +1,7 @@
 """The installed stack: registration, compatibility shims and the train/resume/test CLI."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,9 +106,10 @@ def test_train_resume_test_from_command_line(tmp_path):
     run('tools/train.py', config, '--work-dir', work_dir)
     assert (work_dir / 'iter_2.pth').is_file()
 
-    out = run('tools/train.py', config, '--work-dir', work_dir, '--resume',
-              '--cfg-options', 'train_cfg.max_iters=4', 'default_hooks.checkpoint.interval=4')
-    assert 'resumed' in out.lower() or 'Load checkpoint' in out
+    trained = run('tools/train.py', config, '--work-dir', work_dir, '--resume', '--test',
+                  '--cfg-options', 'train_cfg.max_iters=4',
+                  'default_hooks.checkpoint.interval=4')
+    assert 'resumed' in trained.lower() or 'Load checkpoint' in trained
     assert (work_dir / 'iter_4.pth').is_file()
     iters = [s['iter'] for s in _scalars(work_dir) if 'loss' in s]
     assert iters == [1, 2, 3, 4], iters  # resumed at iteration 3, not from scratch
@@ -116,8 +118,10 @@ def test_train_resume_test_from_command_line(tmp_path):
 
     out = run('tools/test.py', config, work_dir / 'iter_4.pth', '--work-dir', tmp_path / 'test',
               '--out', tmp_path / 'preds.pkl')
-    assert 'coco/bbox_mAP' in out
     assert (tmp_path / 'preds.pkl').is_file()
+    # --test tested the last checkpoint as tools/test.py does
+    test_map = re.compile(r'Iter\(test\).*coco/bbox_mAP: ([\d.]+)')
+    assert test_map.findall(out) == test_map.findall(trained) and test_map.findall(out)
 
 
 def test_load_from_checkpoint(tmp_path):

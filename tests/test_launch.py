@@ -1,10 +1,12 @@
-"""mmdet_pu.launch: --cfg-options as the tools parse them, and the test score threshold
-(a number, or the one selected on validation) of tools/test.py."""
+"""mmdet_pu.launch: --cfg-options as the tools parse them, and the test config of
+tools/test.py (and tools/train.py --test): the score threshold (a number, or the one
+selected on validation) and the overlays."""
 import json
 
 import pytest
 
-from mmdet_pu.launch import load_config, parse_cfg_options, set_test_score_thr
+from mmdet_pu.launch import load_test_config, parse_cfg_options
+from tests._cli import run_script
 from tests._data import REPO
 
 CONFIG = str(REPO / 'configs' / 'synthetic' / 'synthetic_keep1_pu.py')
@@ -21,9 +23,22 @@ def test_cfg_options_parse_as_the_tools_do():
 
 def build_cfg(checkpoint, score_thr, config=CONFIG, cfg_options=None):
     """The test config of tools/test.py CONFIG CHECKPOINT [--score-thr SCORE_THR]."""
-    cfg = load_config(config, cfg_options)
-    set_test_score_thr(cfg, str(checkpoint), score_thr)
+    cfg = load_test_config(config, str(checkpoint), cfg_options, score_thr=score_thr)
+    assert cfg.load_from == str(checkpoint)
     return cfg
+
+
+def test_the_test_config_draws_overlays_with_show_dir(tmp_path):
+    cfg = load_test_config(CONFIG, str(tmp_path / 'x.pth'), show_dir='overlays')
+    hooks = [hook for hook in cfg.custom_hooks if hook['type'] == 'CellOverlayHook']
+    assert [hook['out_dir'] for hook in hooks] == ['overlays']
+    assert not any(hook['type'] == 'CellOverlayHook'
+                   for hook in load_test_config(CONFIG, 'x.pth').custom_hooks)
+
+
+def test_train_takes_show_dir_only_with_test():
+    proc = run_script('tools/train.py', CONFIG, '--show-dir', 'overlays')
+    assert proc.returncode == 2 and '--show-dir needs --test' in proc.stderr
 
 
 def _write_val_dump(work_dir, value):

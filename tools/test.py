@@ -29,9 +29,8 @@ from mmengine.config import DictAction
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
-from mmdet_pu.evaluation import add_overlay_hook
-from mmdet_pu.launch import (add_launcher_arguments, build_runner, load_config,
-                             parse_launch_args, set_test_score_thr)
+from mmdet_pu.launch import (add_launcher_arguments, build_runner, load_test_config,
+                             parse_launch_args)
 
 
 def parse_args():
@@ -64,15 +63,12 @@ def parse_args():
 
 
 def build_cfg(args):
-    cfg = load_config(args.config, args.cfg_options, args.work_dir, args.launcher)
-    cfg.load_from = args.checkpoint
-    set_test_score_thr(cfg, args.checkpoint, args.score_thr)
+    cfg = load_test_config(args.config, args.checkpoint, args.cfg_options, args.work_dir,
+                           args.launcher, args.score_thr, args.show_dir, args.overlay_style)
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays
         cfg = trigger_visualization_hook(
             cfg, argparse.Namespace(show=True, wait_time=args.wait_time, show_dir=None))
-    if args.show_dir:
-        add_overlay_hook(cfg, args.show_dir, style=args.overlay_style)
     return cfg
 
 

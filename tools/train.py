@@ -3,15 +3,20 @@
 Usage::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
-        [--auto-scale-lr] [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
+        [--auto-scale-lr] [--test [--show-dir DIR]] [--cfg-options k=v ...]
+        [--launcher none|pytorch|slurm|mpi]
+
+``--test`` then tests the last checkpoint in the same process, as ``tools/test.py CONFIG
+CHECKPOINT --work-dir DIR`` with the same ``--cfg-options`` would (the test split, the
+config's score threshold; ``--show-dir``: overlays), without starting Python again.
 """
 import argparse
 
 from mmengine.config import DictAction
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
-from mmdet_pu.launch import (add_launcher_arguments, build_runner, load_config,
-                             parse_launch_args)
+from mmdet_pu.launch import (add_launcher_arguments, build_runner, last_checkpoint,
+                             load_config, load_test_config, parse_launch_args)
 
 
 def parse_args():
@@ -28,11 +33,20 @@ def parse_args():
         help='resume from CKPT, or from the latest checkpoint of the work dir '
         'when no path is given')
     parser.add_argument(
+        '--test', action='store_true',
+        help='then test the last checkpoint, as tools/test.py CONFIG CHECKPOINT would')
+    parser.add_argument(
+        '--show-dir', help='with --test: TP/FP/FN overlays of every test image (as '
+        'tools/test.py --show-dir)')
+    parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
         help='override config settings, e.g. '
         'model.roi_head.bbox_head.loss_cls.prior=0.035')
     add_launcher_arguments(parser)
-    return parse_launch_args(parser)
+    args = parse_launch_args(parser)
+    if args.show_dir and not args.test:
+        parser.error('--show-dir needs --test')
+    return args
 
 
 def build_cfg(args):
@@ -57,7 +71,12 @@ def build_cfg(args):
 
 def main():
     args = parse_args()
-    build_runner(build_cfg(args)).train()
+    runner = build_runner(build_cfg(args))
+    runner.train()
+    if args.test:
+        build_runner(load_test_config(args.config, last_checkpoint(runner.work_dir),
+                                      args.cfg_options, runner.work_dir, args.launcher,
+                                      show_dir=args.show_dir)).test()
 
 
 if __name__ == '__main__':

@@ -1,13 +1,13 @@
 """Training + test runs as subprocesses of ``tools/``, scheduled side by side.
 
-A :class:`Run` trains one config with ``tools/train.py`` into its own work dir and then
-evaluates the last checkpoint with ``tools/test.py`` (the config's test loop and
-``CellDetMetric``) in the same work dir, so its test dump is
-``<work dir>/cell_metrics/test_per_image.json``; a run made with ``test=False`` only
-trains (a prior sweep reads the validation dump that training leaves). :func:`run_all`
-runs a list of them, ``jobs`` at a time with ``cores // jobs`` threads each
-(``OMP_NUM_THREADS``); a slot trains a run and then tests it, so the tests of finished
-runs overlap the training of the others. Every subprocess appends its output to
+A :class:`Run` trains one config with ``tools/train.py --test`` into its own work dir,
+which then evaluates the last checkpoint in the same process as ``tools/test.py`` would
+(the config's test loop and ``CellDetMetric``, one Python start saved), so its test dump
+is ``<work dir>/cell_metrics/test_per_image.json``; a run trained but not tested (its
+test failed or was stopped) is tested with ``tools/test.py``. A run made with
+``test=False`` only trains (a prior sweep reads the validation dump that training
+leaves). :func:`run_all` runs a list of them, ``jobs`` at a time with ``cores // jobs``
+threads each (``OMP_NUM_THREADS``). Every subprocess appends its output to
 ``<work dir>/run.log``. Every tool that trains schedules through here;
 :func:`start_tool` starts any other ``tools/`` script the same way.
 
@@ -249,10 +249,15 @@ class Run:
 
     # -- commands ------------------------------------------------------------------
     def train_command(self) -> List[str]:
+        """``tools/train.py`` (``--test``: and the test, unless ``test=False``)."""
         command = tool_command('train.py', self.config, '--work-dir', self.work_dir,
                                tools_dir=self.tools_dir)
         if self.state() == 'partial':
             command.append('--resume')
+        if self.test:
+            command.append('--test')
+            if self.show_dir:
+                command += ['--show-dir', self.show_dir]
         return command + (['--cfg-options', *self.options] if self.options else [])
 
     def test_command(self, checkpoint: str) -> List[str]:
@@ -267,14 +272,11 @@ class Run:
         state = self.state()
         if self.finished():
             return ''
-        if not self.test:
+        if state != 'trained':
             return shlex.join(self.train_command())
         checkpoint = '"$(cat {})"'.format(
             shlex.quote(osp.join(self.work_dir, 'last_checkpoint')))
-        test = shlex.join(self.test_command('CHECKPOINT')).replace('CHECKPOINT', checkpoint)
-        if state == 'trained':
-            return test
-        return f'{shlex.join(self.train_command())} && {test}'
+        return shlex.join(self.test_command('CHECKPOINT')).replace('CHECKPOINT', checkpoint)
 
     def last_checkpoint(self) -> str:
         """The checkpoint training finished with (``last_checkpoint`` in the work dir)."""
@@ -312,13 +314,17 @@ class Run:
                           f'log {self.log}:\n{self.log_tail()}')
             return 'failed'
         if self.stage == 'train':
-            if not osp.isfile(osp.join(self.work_dir, 'last_checkpoint')):
+            checkpoint = osp.join(self.work_dir, 'last_checkpoint')
+            if not osp.isfile(checkpoint):
                 self.error = f'training wrote no checkpoint into {self.work_dir}'
                 return 'failed'
+            # training ends with its last checkpoint and validation, before the test
+            ended = max(osp.getmtime(path) for path in
+                        (checkpoint, report_path(self.work_dir, 'val')) if osp.isfile(path))
             write_record(self.record_file, dict(
                 config=self.config, options=self.options, trained=True,
-                train_seconds=round(time.time() - self._started, 1)))
-            if not self.test:
+                train_seconds=round(max(ended - self._started, 0.0), 1)))
+            if not self.test or self.tested():
                 self.stage = 'done'
                 return 'done'
             self._start_test()

@@ -4,6 +4,7 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 import time
 
 import pytest
@@ -15,13 +16,21 @@ from mmdet_pu.experiments.runs import (Run, available_cores, check_run_arguments
 from tests._data import REPO
 
 # Stand-ins for tools/train.py and tools/test.py: they log their call, write what the
-# real tools leave in the work dir and fail when the config says so.
+# real tools leave in the work dir and fail when the config says so ('fail': training
+# fails; 'untested': train.py --test stops before the test).
+WRITE_TEST_DUMP = '''
+seed = [o for o in sys.argv if o.startswith('randomness.seed=')][0].split('=')[1]
+os.makedirs(os.path.join(work_dir, 'cell_metrics'), exist_ok=True)
+with open(os.path.join(work_dir, 'cell_metrics', 'test_per_image.json'), 'w') as f:
+    json.dump(dict(metrics={'cell/avg_f1': int(seed) / 10}), f)
+'''
 FAKE_TRAIN = '''
 import json, os, sys
 config, work_dir = sys.argv[1], sys.argv[sys.argv.index('--work-dir') + 1]
 with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:
     f.write(json.dumps(['train', work_dir, '--resume' in sys.argv,
-                        os.environ['OMP_NUM_THREADS']]) + '\\n')
+                        os.environ['OMP_NUM_THREADS'], '--test' in sys.argv,
+                        '--show-dir' in sys.argv]) + '\\n')
 if 'fail' in open(config).read():
     sys.exit('training diverged')
 os.makedirs(work_dir, exist_ok=True)
@@ -29,18 +38,15 @@ with open(os.path.join(work_dir, 'iter_2.pth'), 'w') as f:
     f.write('weights')
 with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
     f.write(os.path.join(work_dir, 'iter_2.pth'))
-'''
+if '--test' in sys.argv and 'untested' not in open(config).read():
+''' + textwrap.indent(WRITE_TEST_DUMP, '    ')
 FAKE_TEST = '''
 import json, os, sys
 config, checkpoint = sys.argv[1], sys.argv[2]
 work_dir = sys.argv[sys.argv.index('--work-dir') + 1]
 with open(os.path.join(os.path.dirname(__file__), 'calls.txt'), 'a') as f:
     f.write(json.dumps(['test', work_dir, checkpoint, '--show-dir' in sys.argv]) + '\\n')
-seed = [o for o in sys.argv if o.startswith('randomness.seed=')][0].split('=')[1]
-os.makedirs(os.path.join(work_dir, 'cell_metrics'), exist_ok=True)
-with open(os.path.join(work_dir, 'cell_metrics', 'test_per_image.json'), 'w') as f:
-    json.dump(dict(metrics={'cell/avg_f1': int(seed) / 10}), f)
-'''
+''' + WRITE_TEST_DUMP
 
 
 @pytest.fixture
@@ -74,15 +80,10 @@ def test_runs_train_then_test_and_resume_from_what_is_there(tmp_path, tools):
     run_all(runs, jobs=2, echo=messages.append, poll_every=0.05)
     assert [r.state() for r in runs] == ['tested', 'tested']
     assert [r.metrics['cell/avg_f1'] for r in runs] == [0.0, 0.1]
-    made = calls(tools)
-    assert sorted(c[:2] for c in made) == sorted(
-        [[stage, r.work_dir] for r in runs for stage in ('train', 'test')])
-    trains = [c for c in made if c[0] == 'train']
+    # each trained and tested in one process (not resumed), the overlays for seed 0
     threads = str(max(1, available_cores() // 2))
-    assert all(c[2] is False and c[3] == threads for c in trains)
-    tests = {c[1]: c for c in made if c[0] == 'test'}
-    assert tests[runs[0].work_dir][2].endswith('seed0/iter_2.pth')
-    assert tests[runs[0].work_dir][3] and not tests[runs[1].work_dir][3]  # overlays
+    assert sorted(calls(tools)) == sorted([['train', r.work_dir, False, threads, True,
+                                            seed == 0] for seed, r in enumerate(runs)])
     record = runs[0].record()
     assert record['trained'] and record['options'] == ['randomness.seed=0']
     assert record['train_seconds'] >= 0
@@ -94,7 +95,7 @@ def test_runs_train_then_test_and_resume_from_what_is_there(tmp_path, tools):
     assert '2 of 2 runs already tested' in messages[-1]
 
     # a trained run without its test dump is only tested; an interrupted training
-    # (checkpoint, no record of a finished training) resumes
+    # (checkpoint, no record of a finished training) resumes, and tests in its process
     (tmp_path / 'work/method/seed0/cell_metrics/test_per_image.json').unlink()
     (tmp_path / 'work/method/seed1/cell_metrics/test_per_image.json').unlink()
     (tmp_path / 'work/method/seed1/run.json').unlink()
@@ -103,8 +104,8 @@ def test_runs_train_then_test_and_resume_from_what_is_there(tmp_path, tools):
     run_all(again, jobs=1, echo=messages.append, poll_every=0.05)
     assert [c[:3] for c in calls(tools)] == [
         ['test', again[0].work_dir, again[0].work_dir + '/iter_2.pth'],
-        ['train', again[1].work_dir, True],
-        ['test', again[1].work_dir, again[1].work_dir + '/iter_2.pth']]
+        ['train', again[1].work_dir, True]]
+    assert [r.state() for r in again] == ['tested', 'tested']
 
 
 def test_a_truncated_test_dump_is_not_a_result(tmp_path, tools):
@@ -138,11 +139,17 @@ def test_a_work_dir_of_other_options_is_refused(tmp_path, tools):
 
 def test_shell_commands_of_what_is_left(tmp_path, tools):
     run = make_runs(tmp_path, tools, seeds=(3,))[0]
-    line = run.shell_commands()
-    train, test = line.split(' && ')
-    assert train.startswith(f'{sys.executable} {tools}/train.py {tmp_path}/method.py '
-                            f'--work-dir {run.work_dir} --cfg-options randomness.seed=3')
-    assert f'test.py {tmp_path}/method.py "$(cat {run.work_dir}/last_checkpoint)"' in test
+    assert run.shell_commands() == (
+        f'{sys.executable} {tools}/train.py {tmp_path}/method.py --work-dir '
+        f'{run.work_dir} --test --cfg-options randomness.seed=3')
+    # trained, not tested (its test dump lost): the test tool on its last checkpoint
+    run_all([run], echo=lambda msg: None, poll_every=0.05)
+    (tmp_path / 'work/method/seed3/cell_metrics/test_per_image.json').unlink()
+    assert run.state() == 'trained'
+    assert run.shell_commands() == (
+        f'{sys.executable} {tools}/test.py {tmp_path}/method.py '
+        f'"$(cat {run.work_dir}/last_checkpoint)" --work-dir {run.work_dir} '
+        '--cfg-options randomness.seed=3')
     run_all([run], echo=lambda msg: None, poll_every=0.05)
     assert run.shell_commands() == ''
 
@@ -208,7 +215,16 @@ def test_run_all_waits_for_slots(tmp_path, tools):
     start = time.time()
     run_all(runs, jobs=1, echo=lambda msg: None, poll_every=0.05)
     assert time.time() - start >= 0.6
-    assert [c[0] for c in calls(tools)] == ['train', 'test', 'train', 'test']
+    assert [c[0] for c in calls(tools)] == ['train', 'train']
+
+
+def test_a_run_trained_but_not_tested_is_tested_by_the_test_tool(tmp_path, tools):
+    run = make_runs(tmp_path, tools, config_text='untested', seeds=(2,))[0]
+    started = time.time()
+    run_all([run], echo=lambda msg: None, poll_every=0.05)
+    assert [c[0] for c in calls(tools)] == ['train', 'test']
+    assert run.state() == 'tested' and run.metrics == {'cell/avg_f1': 0.2}
+    assert 0 <= run.train_seconds <= time.time() - started
 
 
 def test_a_run_without_test_is_finished_once_trained(tmp_path, tools):

@@ -9,6 +9,7 @@ text of the contents it last formatted, so a runner formats once; the text is mm
 own, character for character.
 """
 import copy
+import gc
 
 from mmengine.config import Config
 
@@ -22,7 +23,11 @@ class OnceFormattedConfig(Config):
         contents = repr(self.to_dict())
         cached = self.__dict__.get('_formatted')
         if cached is None or cached[0] != contents:
-            cached = (contents, super().pretty_text)
+            gc.disable()  # yapf makes ~10^6 short-lived objects; each collection would
+            try:          # walk the whole heap of a runner built before (model, data)
+                cached = (contents, super().pretty_text)
+            finally:
+                gc.enable()
             object.__setattr__(self, '_formatted', cached)
         return cached[1]
 

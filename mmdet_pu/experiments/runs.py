@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.launch import last_checkpoint
 from mmdet_pu.io.records import discard, read_record, write_record
 
 #: The repository's ``tools/`` (present in a source checkout, e.g. an editable install).
@@ -280,8 +281,7 @@ class Run:
 
     def last_checkpoint(self) -> str:
         """The checkpoint training finished with (``last_checkpoint`` in the work dir)."""
-        with open(osp.join(self.work_dir, 'last_checkpoint')) as f:
-            return f.read().strip()
+        return last_checkpoint(self.work_dir)
 
     # -- running -------------------------------------------------------------------
     def _spawn(self, command, threads):

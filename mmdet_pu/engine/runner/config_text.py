@@ -23,8 +23,10 @@ class OnceFormattedConfig(Config):
         contents = repr(self.to_dict())
         cached = self.__dict__.get('_formatted')
         if cached is None or cached[0] != contents:
-            gc.disable()  # yapf makes ~10^6 short-lived objects; each collection would
-            try:          # walk the whole heap of a runner built before (model, data)
+            # yapf makes ~10^6 short-lived objects, and each collection would walk the
+            # whole heap, a runner built before included (its model and data)
+            gc.disable()
+            try:
                 cached = (contents, super().pretty_text)
             finally:
                 gc.enable()

@@ -25,9 +25,8 @@ import mmengine
 from mmengine.config import DictAction
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
-from mmdet_pu.evaluation import add_overlay_hook
 from mmdet_pu.evaluation.overlay import overlays_from_dump
-from mmdet_pu.launch import build_runner, load_config
+from mmdet_pu.launch import build_runner, load_test_config
 
 
 def parse_args(argv=None):
@@ -60,10 +59,9 @@ def parse_args(argv=None):
 
 def draw_from_checkpoint(args):
     """Config mode: run the test loop with a ``CellOverlayHook``."""
-    cfg = load_config(args.source, args.cfg_options, args.work_dir)
-    cfg.load_from = args.checkpoint
-    add_overlay_hook(cfg, osp.abspath(args.out_dir), style=args.style)
-    build_runner(cfg).test()
+    build_runner(load_test_config(args.source, args.checkpoint, args.cfg_options,
+                                  args.work_dir, show_dir=osp.abspath(args.out_dir),
+                                  overlay_style=args.style)).test()
     return sorted(osp.join(args.out_dir, name)
                   for name in mmengine.scandir(args.out_dir, suffix='.png'))
 

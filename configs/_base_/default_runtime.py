@@ -10,10 +10,11 @@ default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=10),
     param_scheduler=dict(type='ParamSchedulerHook'),
-    # The paper keeps the model of the last iteration (Section 2.3).
+    # The paper keeps the model of the last iteration (Section 2.3); the latest checkpoint,
+    # at least every third of the training, lets an interrupted one resume (--resume).
     checkpoint=dict(
-        type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1,
-        save_last=True),
+        type='ResumableCheckpointHook', by_epoch=False, interval=500, per_training=3,
+        max_keep_ckpts=1, save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='DetVisualizationHook'),
     # how often the PU risk's max{0, .} acts, per PU loss (nothing without one)

@@ -163,6 +163,11 @@ def test_composition_and_data_pipelines(path, dataset_roots):
     if path.name.endswith('pu.py'):  # PU learning in every stage
         assert set(loss_types) <= PU_LOSSES, loss_types
     assert cfg.runner_type == 'CellRunner'
+    # a checkpoint before the end: an interrupted training resumes (--resume)
+    checkpoint = cfg.default_hooks.checkpoint
+    assert checkpoint.type == 'ResumableCheckpointHook'
+    assert min(checkpoint.interval, cfg.train_cfg.max_iters // checkpoint.per_training) \
+        < cfg.train_cfg.max_iters
     train_deletion = cfg.train_dataloader.dataset.deletion
     assert train_deletion == cfg.deletion
     assert cfg.val_dataloader.dataset.deletion == train_deletion

@@ -5,9 +5,13 @@ whole on one worker (``--dist loadfile``), the files that train end to end first
 worker is pinned to a core of its own, with one OpenMP thread, before any test imports
 torch: the workers never compete for a core, and the runs that tests start through
 :mod:`mmdet_pu.experiments.runs` size their threads from the one core they inherit. A
-plain ``pytest`` (no worker) keeps every core and the same order.
+plain ``pytest`` (no worker) keeps every core and the same order. The ``forked_tools``
+fixture runs the tools that the schedulers start in forks of the worker
+(tests/_forked.py).
 """
 import os
+
+import pytest
 
 
 def pytest_configure(config):
@@ -25,3 +29,11 @@ def pytest_collection_modifyitems(config, items):
     other's last long test; the order within each group is kept."""
     slow_files = {item.path for item in items if item.get_closest_marker('slow')}
     items.sort(key=lambda item: item.path not in slow_files)
+
+
+@pytest.fixture
+def forked_tools(monkeypatch):
+    """The trainings and tests that :mod:`mmdet_pu.experiments` schedules run in forks
+    of this process, which has done the imports already (tests/_forked.py)."""
+    from tests._forked import fork_the_tools  # imports torch: after pytest_configure
+    fork_the_tools(monkeypatch)

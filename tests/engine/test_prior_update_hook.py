@@ -13,7 +13,9 @@ from mmdet_pu.engine.hooks import PriorUpdateHook
 from mmdet_pu.engine.hooks import prior_update_hook as hook_module
 from mmdet_pu.engine.hooks.prior_update_hook import (constrain_priors,
                                                      count_annotations,
-                                                     priors_from_counts)
+                                                     priors_from_counts,
+                                                     resolve_anchor_class)
+from mmdet_pu.engine.runner import CellRunner
 from tests._data import REPO, make_tiny_coco, write_tiny_config
 
 CLASSES = ('cell0', 'cell1', 'cell2')
@@ -64,7 +66,7 @@ def build_runner(tmp_path: Path, cfg_options=None, **hook_kwargs) -> Runner:
     hook = dict(dict(type='PriorUpdateHook', anchor_prior=0.3), **hook_kwargs)
     cfg = load_config(tmp_path, hook)
     cfg.merge_from_dict(cfg_options or {})
-    runner = Runner.from_cfg(cfg)
+    runner = CellRunner.from_cfg(cfg)
     runner.train_loop  # noqa: B018  (builds the loop and the data loader)
     runner.optim_wrapper = runner.build_optim_wrapper(runner.optim_wrapper)
     return runner
@@ -117,21 +119,45 @@ def test_constrain_priors_scales_non_anchor_excess_to_the_total_bound():
     assert ((priors[1] - 0.01) / (priors[2] - 0.01)).item() == pytest.approx(0.89 / 0.44)
 
 
+class AnnotatedDataset:
+    """Two images: one annotation of class 0 (two more ignored), two of class 1."""
+    infos = [dict(instances=[dict(bbox_label=0, ignore_flag=0),
+                             dict(bbox_label=0, ignore_flag=1),
+                             dict(bbox_label=0, ignore_flag=1)]),
+             dict(instances=[dict(bbox_label=1, ignore_flag=0),
+                             dict(bbox_label=1, ignore_flag=0)])]
+
+    def __len__(self):
+        return len(self.infos)
+
+    def get_data_info(self, idx):
+        return self.infos[idx]
+
+
 def test_count_annotations_skips_ignored_instances():
-    class Dataset:
-        infos = [dict(instances=[dict(bbox_label=0, ignore_flag=0),
-                                 dict(bbox_label=0, ignore_flag=1),
-                                 dict(bbox_label=0, ignore_flag=1)]),
-                 dict(instances=[dict(bbox_label=1, ignore_flag=0),
-                                 dict(bbox_label=1, ignore_flag=0)])]
+    assert count_annotations(AnnotatedDataset(), 3) == [1, 2, 0]
 
-        def __len__(self):
-            return len(self.infos)
 
-        def get_data_info(self, idx):
-            return self.infos[idx]
+def test_resolve_anchor_class_by_name_index_or_counts():
+    classes = ['cell0', 'cell1', 'cell2']
+    assert resolve_anchor_class('cell2', classes, None, 'key') == 2
+    assert resolve_anchor_class(1, classes, None, 'key') == 1
+    assert resolve_anchor_class(None, classes, AnnotatedDataset(), 'key') == 1
 
-    assert count_annotations(Dataset(), 3) == [1, 2, 0]
+
+@pytest.mark.parametrize('value, message', [
+    ('tumor', r"^hook: anchor_class 'tumor' is not one of the dataset classes "
+              r"\('cell0', 'cell1', 'cell2'\)$"),
+    (-1, r'^hook: anchor_class: expected a class name or an index in 0\.\.2 \(3 classes '
+         r".*got -1$"),
+    (3, r'index in 0\.\.2 .*got 3$'),
+    (True, r'got True$'),
+    (1.0, r'got 1\.0$')])
+def test_resolve_anchor_class_refuses_what_names_no_class(value, message):
+    """-1 would silently pick the last class and 3 of 3 fail later with an IndexError."""
+    with pytest.raises(ValueError, match=message):
+        resolve_anchor_class(value, ['cell0', 'cell1', 'cell2'], None,
+                             'hook: anchor_class')
 
 
 @pytest.mark.parametrize('kwargs', [
@@ -386,7 +412,7 @@ def train(tmp_path: Path, hook: dict, max_iters: int, **cfg_options) -> Runner:
     cfg.experiment_name = cfg.visualizer.name = f'{tmp_path.name}_{max_iters}'
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
     cfg.merge_from_dict(cfg_options)
-    runner = Runner.from_cfg(cfg)
+    runner = CellRunner.from_cfg(cfg)
     runner.register_hook(PriorProbe())
     runner.train()
     return runner

@@ -15,6 +15,7 @@ from tests.evaluation.test_comparison import dump
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('forked_tools')
 def test_short_demo_over_two_seeds_end_to_end(tmp_path):
     work_dir = tmp_path / 'demo'
     argv = ['tools/demo.py', '--variant', 'binary', '--iters', '2', '--seeds', '0', '1',

@@ -6,9 +6,9 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-from mmengine.runner import Runner
 
 from mmdet.registry import MODELS
+from mmdet_pu.engine.runner import CellRunner
 from mmdet_pu.experiments import prior_fit as fit
 from mmdet_pu.experiments.own_loss import (OWN_LOSSES, own_loss_options,
                                            write_own_loss_config)
@@ -68,6 +68,20 @@ def test_every_cascade_stage_and_the_prior_update_hook(tmp_path):
     assert not any(hook.type == 'PriorUpdateHook' for hook in cfg.custom_hooks)
 
 
+def test_an_interrupted_write_leaves_the_config_as_it_was(tmp_path, monkeypatch):
+    out = tmp_path / 'own.py'
+    out.write_text('previous = 1\n')
+
+    def interrupted(cfg):
+        raise RuntimeError('interrupted')
+
+    monkeypatch.setattr(Config, 'pretty_text', property(interrupted))
+    with pytest.raises(RuntimeError, match='interrupted'):
+        write_own_loss_config(str(CONFIGS / 'real/mnfinder_keep1_pu_boxfit.py'), str(out))
+    assert out.read_text() == 'previous = 1\n'
+    assert [p.name for p in tmp_path.iterdir()] == ['own.py']
+
+
 def test_a_config_without_pu_loss_is_an_error(tmp_path):
     with pytest.raises(ValueError, match='no PU loss'):
         own('real/mnfinder_keep1_ce.py', tmp_path)
@@ -111,7 +125,7 @@ def test_the_self_training_run_trains_the_own_loss_config(tmp_path):
     cfg.merge_from_dict(parse_cfg_options(run.options))
     cfg.work_dir = str(tmp_path / 'train')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
-    runner = Runner.from_cfg(cfg)
+    runner = CellRunner.from_cfg(cfg)
     runner.train()
     assert type(runner.model.roi_head.bbox_head.loss_cls).__name__ == 'CrossEntropyLoss'
     assert runner.iter == 2

@@ -11,6 +11,7 @@ from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('forked_tools')
 def test_tiny_family_runs_every_rule_and_tabulates(tmp_path, monkeypatch):
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)

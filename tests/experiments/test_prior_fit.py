@@ -14,7 +14,7 @@ from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
 
 def test_command_line_input_errors(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
-    for args, message in ((['--factors', '0.5', '-1'], 'expected values > 0'),
+    for args, message in ((['--factors', '0.5', '-1'], "expected a number > 0, got '-1'"),
                           (['--factors', '2', '2'], '--factors repeat'),
                           (['--cfg-options', 'randomness.seed=3'], 'set by --seeds')):
         proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
@@ -23,6 +23,7 @@ def test_command_line_input_errors(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('forked_tools')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
     the self-training from the chosen one."""

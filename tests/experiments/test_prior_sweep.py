@@ -83,6 +83,7 @@ def test_command_line_dry_run_prints_one_command_per_value(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('forked_tools')
 def test_tiny_sweep_trains_validates_and_chooses(tmp_path, monkeypatch):
     config = tiny_config(tmp_path)
     work_dir = tmp_path / 'sweep'

@@ -103,6 +103,26 @@ def test_summary_counts_seeds_and_costs_trainings():
         'validation recall 1 of 2' in text
 
 
+def test_a_single_seed_has_no_spread():
+    """One seed gives a mean and no std (null in results.json), not a std of 0."""
+    per_seed = {'0': study.compare_seed(SWEEP, row(0.281, 0.95, 0.968, 38, 620), 0.25,
+                                        0.02, 0.02)}
+    summary = study.summarize(per_seed, num_values=4)
+    assert summary['test_f1']['estimate'] == dict(trainings=2, seeds=1, mean=0.968,
+                                                  std=None)
+    results = dict(config='c.py', seeds=[0], values=[0.2, 0.25, 0.3, 0.35],
+                   provisional=0.25, band=0.02, f1_tolerance=0.02, per_seed=per_seed,
+                   summary=summary)
+    text = study.format_markdown(results)
+    assert '| estimate | 2 | 1 | 0.968 |' in text and '±' not in text.split('seeds:')[-1]
+    # a seed whose run has no test F1 is left out of the mean, not made NaN
+    nan_seed = study.compare_seed(SWEEP, row(0.34, 1.0, math.nan, 40, 740), 0.25, 0.02,
+                                  0.02)
+    summary = study.summarize(dict(per_seed, **{'1': nan_seed}), num_values=4)
+    assert summary['test_f1']['estimate'] == dict(trainings=2, seeds=1, mean=0.968,
+                                                  std=None)
+
+
 def test_input_errors_are_clear(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
     proc = run_script('tools/estimate_vs_sweep.py', config, '--seeds', '0', '--values',
@@ -120,6 +140,7 @@ def test_input_errors_are_clear(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('forked_tools')
 def test_tiny_study_trains_estimates_and_compares(tmp_path, monkeypatch):
     """One seed, the sweep {0.2, 0.3 (provisional, the config's)}, 2 iterations each."""
     data_root = tmp_path / 'data'

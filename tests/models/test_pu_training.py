@@ -4,9 +4,9 @@ import math
 import pytest
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-from mmengine.runner import Runner
 
 from mmdet.registry import MODELS
+from mmdet_pu.engine.runner import CellRunner
 from tests._data import REPO, make_tiny_coco, write_tiny_config
 
 PU_MODEL = """
@@ -30,7 +30,7 @@ def train(tmp_path, name, num_classes, rpn_prior, bbox_loss, iters=30):
     cfg.work_dir = str(tmp_path / 'work')
     # training only: IterBasedTrainLoop would validate after the last iteration
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
-    runner = Runner.from_cfg(cfg)
+    runner = CellRunner.from_cfg(cfg)
     runner.train()
     return runner
 

@@ -211,6 +211,7 @@ def test_with_complete_labels_and_no_detection_the_estimate_is_the_oracle(traine
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', list(DETECTORS))
+@pytest.mark.usefixtures('forked_tools')
 def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
     """The provisional training and one candidate (x2) of 2 iterations each (the
     self-training round is tested in tests/experiments/test_prior_fit.py)."""

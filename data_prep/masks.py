@@ -29,20 +29,25 @@ Splits: 4:1:1 by group (``--group-regex``: the first capture group, else the who
 match, searched in the image's path relative to ``--images``; default: each image its
 own group) with ``--n-folds`` and ``--seed``; or explicit held-out folds:
 ``--test-regex`` once per fold (its test groups) and ``--val-regex`` (the validation
-groups of every fold, except those a fold tests on).
+groups of every fold, except those a fold tests on). The patterns fix those folds, so
+``--n-folds`` and ``--seed`` are refused with them.
 """
 import argparse
 from pathlib import Path
 
-from data_prep.splits import compile_pattern, split_by_patterns, split_groups
+from data_prep.splits import (compile_group_regex, group_of, split_by_patterns,
+                              split_groups)
 from data_prep.writer import SourceImage, add_common_arguments, write_dataset
 from mmdet_pu.io.images import ArrayReader
-from mmdet_pu.io.instance_masks import (STRETCH_PERCENTILES, instances,
-                                        parse_channels, read_intensity_image,
+from mmdet_pu.io.instance_masks import (STRETCH_PERCENTILES, check_percentiles,
+                                        instances, parse_channels, read_intensity_image,
                                         read_label_image)
 
 IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.jpg', '.jpeg', '.bmp')
 MASK_SUFFIXES = ('.png', '.tif', '.tiff')
+#: ``--seed`` and ``--n-folds`` of the 4:1:1 split when not given.
+RANDOM_SPLIT_SEED = 0
+RANDOM_SPLIT_FOLDS = 1
 
 
 def add_arguments(parser):
@@ -61,23 +66,42 @@ def add_arguments(parser):
     parser.add_argument('--class', dest='class_name', default='nucleus',
                         help='name of the one cell class (default nucleus)')
     parser.add_argument('--group-regex', default=None,
-                        help='split key of an image: the first group of this expression '
-                             'in its relative path (default: the image itself)')
+                        help='split key of an image: the first group (else the whole '
+                             'match) of this expression in its relative path (default: '
+                             'the image itself)')
     parser.add_argument('--val-regex', default=None,
                         help='with --test-regex: the validation groups of every fold')
     parser.add_argument('--test-regex', action='append', default=[],
                         help='one per fold: the groups that fold tests on (held out from '
                              'its training)')
-    add_image_arguments(parser, tile=256, n_folds=1)
+    parser.add_argument('--n-folds', type=int, default=None,
+                        help='without --test-regex: cross-validation folds of the 4:1:1 '
+                             f'split, with a fixed val set (default {RANDOM_SPLIT_FOLDS})')
+    parser.add_argument('--seed', type=int, default=None,
+                        help='without --test-regex: seed of the 4:1:1 split (default '
+                             f'{RANDOM_SPLIT_SEED})')
+    add_image_arguments(parser, tile=256)
 
 
-def add_image_arguments(parser, tile, n_folds):
-    """The intensity stretch and the tiling/split options (shared with presets)."""
-    parser.add_argument('--percentiles', type=float, nargs=2,
+def add_image_arguments(parser, tile):
+    """The intensity stretch and the tiling options (shared with presets, whose folds
+    are fixed: the split options are :func:`add_arguments`'s)."""
+    parser.add_argument('--percentiles', type=float, nargs=2, action=PercentilesAction,
                         default=list(STRETCH_PERCENTILES), metavar=('LOW', 'HIGH'),
                         help='images of more than 8 bits are stretched between these '
-                             'percentiles (default %(default)s)')
-    add_common_arguments(parser, tile=tile, overlap=0, n_folds=n_folds)
+                             'percentiles, 0 <= LOW < HIGH <= 100 (default %(default)s)')
+    add_common_arguments(parser, tile=tile, overlap=0, n_folds=None)
+
+
+class PercentilesAction(argparse.Action):
+    """Store ``--percentiles LOW HIGH`` once :func:`check_percentiles` accepts them, so
+    that a reversed or out-of-range pair is an error of the option."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, list(check_percentiles(*values)))
+        except ValueError as err:
+            raise argparse.ArgumentError(self, str(err)) from None
 
 
 def _channels(text):
@@ -147,27 +171,28 @@ def load_pair(source, image_path, mask_path, group, channels=None,
     return image, len(boxes)
 
 
-def group_of(source, pattern):
-    """The split key of ``source``: the first group (or whole match) of ``pattern``,
-    or ``source`` itself without ``pattern``."""
-    if pattern is None:
-        return source
-    match = pattern.search(source)
-    if match is None:
-        raise ValueError(f'--group-regex {pattern.pattern!r} does not match the image '
-                         f'{source}')
-    return match.group(1) if pattern.groups else match.group(0)
-
-
 def make_splits(args, groups):
-    """Explicit held-out folds with ``--test-regex``, else 4:1:1 by group."""
+    """Explicit held-out folds with ``--test-regex``, else 4:1:1 by group.
+
+    Raises:
+        ValueError: ``--n-folds`` or ``--seed`` with ``--test-regex`` (the patterns are
+            the folds, nothing is drawn), or a regex without its partner.
+    """
     if args.test_regex:
         if args.val_regex is None:
             raise ValueError('--test-regex needs --val-regex (the validation groups)')
+        given = [option for option, value in (('--n-folds', args.n_folds),
+                                              ('--seed', args.seed)) if value is not None]
+        if given:
+            raise ValueError(f'{" and ".join(given)}: only for the 4:1:1 split; with '
+                             '--test-regex each pattern is one fold and nothing is drawn')
         return split_by_patterns(groups, args.val_regex, args.test_regex)
     if args.val_regex is not None:
         raise ValueError('--val-regex needs --test-regex (one per fold)')
-    return split_groups(groups, ratios=(4, 1, 1), seed=args.seed, n_folds=args.n_folds)
+    return split_groups(
+        groups, ratios=(4, 1, 1),
+        seed=RANDOM_SPLIT_SEED if args.seed is None else args.seed,
+        n_folds=RANDOM_SPLIT_FOLDS if args.n_folds is None else args.n_folds)
 
 
 def convert(args, pairs, protect):
@@ -193,9 +218,7 @@ def convert(args, pairs, protect):
 
 
 def prepare(args):
-    pattern = None
-    if args.group_regex is not None:
-        pattern = compile_pattern(args.group_regex, '--group-regex')
+    pattern = compile_group_regex(args.group_regex)
     pairs = [(source, image, mask, group_of(source, pattern))
              for source, image, mask in find_pairs(args.images, args.masks,
                                                    args.image_suffix)]

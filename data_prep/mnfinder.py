@@ -37,10 +37,12 @@ ID_CHANNELS = 'GB'
 
 
 def add_arguments(parser):
-    """Options of ``prepare.py mnfinder`` (the layout, ids and folds are fixed)."""
-    add_image_arguments(parser, tile=256, n_folds=len(FOLDS))
+    """Options of ``prepare.py mnfinder``: the layout, ids and folds are fixed, so it
+    takes no ``--n-folds`` / ``--seed`` (nothing is drawn)."""
+    add_image_arguments(parser, tile=256)
     parser.set_defaults(rgb_ids=ID_CHANNELS, class_name=CLASS_NAME, group_regex=None,
-                        val_regex=VAL_PATTERN, test_regex=list(FOLDS))
+                        val_regex=VAL_PATTERN, test_regex=list(FOLDS), n_folds=None,
+                        seed=None)
 
 
 def package_root(src):

@@ -12,8 +12,9 @@ dataset is a module ``data_prep/<dataset>.py`` with ``add_arguments(parser)`` an
 only when their dataset is chosen, so one broken converter does not block the others.
 The output directory is written atomically; ``--src`` is only read. Errors in the input
 (malformed raw files, missing paths, an existing ``--out``) are reported as
-``prepare.py: error: <message>`` with exit status 2, without a traceback;
-:func:`main` itself raises them (``ValueError`` / ``OSError``) for callers.
+``prepare.py: error: <message>`` with exit status 2, without a traceback
+(:func:`mmdet_pu.launch.report_user_errors`); :func:`main` itself raises them
+(``ValueError`` / ``OSError``) for callers.
 """
 import argparse
 import importlib
@@ -24,10 +25,7 @@ if __package__ in (None, ''):  # run as a script: make `data_prep` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data_prep.writer import format_summary  # noqa: E402
-
-#: Exceptions that describe bad input (data, paths, options) rather than a bug: the
-#: converters raise ValueError naming the file and line, OSError for missing files.
-USER_ERRORS = (ValueError, OSError)
+from mmdet_pu.launch import report_user_errors  # noqa: E402
 
 #: dataset name -> (module, one-line description)
 DATASETS = {
@@ -80,21 +78,6 @@ def build_parser(argv):
         if name == chosen:
             _load(name).add_arguments(sub)
     return parser
-
-
-def report_user_errors(main, argv=None):
-    """Run a command-line ``main(argv)``; return its exit status.
-
-    A :data:`USER_ERRORS` exception is printed as ``<program>: error: <message>`` on
-    stderr and gives status 2 (as argparse's own errors); any other exception is a bug and
-    propagates with its traceback.
-    """
-    try:
-        main(argv)
-    except USER_ERRORS as err:
-        print(f'{Path(sys.argv[0]).name}: error: {err}', file=sys.stderr)
-        return 2
-    return 0
 
 
 def main(argv=None):

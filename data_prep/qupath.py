@@ -63,10 +63,10 @@ crop may not exceed :data:`mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels (test cro
 written whole). Boxes: a ``--box-size`` box centred on each point, the bounding box of
 each polygon; a crop whose cells are all points gives the writer points.
 
-Splits: 4:1:1 by image, or by slide with ``--group-regex`` (its first group, searched in
-the image path, is the slide key); when there are too few images (or slides) for the
-split, its regions are split instead, with a warning. A run that writes no cell is an
-error that names every file and what became of its features.
+Splits: 4:1:1 by image, or by slide with ``--group-regex`` (its first group, else its
+whole match, searched in the image path, is the slide key); when there are too few
+images (or slides) for the split, its regions are split instead, with a warning. A run
+that writes no cell is an error that names every file and what became of its features.
 
 Report (:mod:`data_prep.qupath_report`): for each export the features by object type
 and what became of each (``cell: <class>``, ``region``, ``ignored area``, ``skipped:
@@ -81,7 +81,7 @@ from data_prep.points import check_points_inside, read_point_table
 from data_prep.qupath_crops import source_images, split_by_region_if_needed
 from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
                                      report_lines, totals)
-from data_prep.splits import compile_pattern, split_groups
+from data_prep.splits import compile_group_regex, group_of, split_groups
 from data_prep.writer import add_common_arguments, write_dataset
 from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
 from mmdet_pu.io.geometry import box_gap, box_meets_image
@@ -138,8 +138,9 @@ def add_arguments(parser):
                              '0 less openslide.bounds-x/y) or level 0 (QuPath opened the '
                              'slide with Bio-Formats or --no-crop)')
     parser.add_argument('--group-regex', default=None,
-                        help='regex whose first group, searched in the image path, is '
-                             'the split key (slide); default: one group per image')
+                        help='regex whose first group (else whole match), searched in '
+                             'the image path, is the split key (slide); default: one '
+                             'group per image')
 
 
 # ------------------------------------------------------------------- annotations ----
@@ -312,27 +313,6 @@ def choose_classes(annotated, requested, unclassified_class):
     if unclassified_class is not None and has_unclassified:
         found.add(unclassified_class)
     return sorted(found) or [unclassified_class], unclassified_class
-
-
-def group_of(source, pattern):
-    """The split key of an image: the regex's first group, or the image itself."""
-    if pattern is None:
-        return source
-    match = pattern.search(source)
-    if match is None or match.group(1) is None:
-        raise ValueError(f'--group-regex {pattern.pattern!r} does not match the image '
-                         f'path {source!r} (its first group is the slide key)')
-    return match.group(1)
-
-
-def compile_group_regex(text):
-    """The pattern of ``--group-regex``, ``None`` without one; it needs a group."""
-    if text is None:
-        return None
-    pattern = compile_pattern(text, '--group-regex')
-    if pattern.groups < 1:
-        raise ValueError(f'--group-regex {text!r}: needs a group (...) for the slide key')
-    return pattern
 
 
 # ------------------------------------------------------------------------ output ----

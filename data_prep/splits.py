@@ -11,6 +11,9 @@ raise a ``ValueError`` saying so. When the ratios would leave a split empty alth
 there are enough groups (3 groups at 4:1:1 round to 2:0:1), each empty split gets one
 group, taken from the largest one (3 groups split 1:1:1), with a warning that gives the
 split used.
+
+The group of an image comes from the ``--group-regex`` option of the converters that
+take one (:func:`compile_group_regex`, :func:`group_of`).
 """
 import re
 import warnings
@@ -156,3 +159,32 @@ def compile_pattern(pattern, what):
     except re.error as err:
         raise ValueError(f'{what} {pattern!r} is not a valid regular expression '
                          f'({err})') from None
+
+
+def compile_group_regex(text):
+    """The pattern of a ``--group-regex`` option, ``None`` without one."""
+    return None if text is None else compile_pattern(text, '--group-regex')
+
+
+def group_of(source, pattern):
+    r"""The split key (group) of the image at relative path ``source``.
+
+    The first capture group of ``pattern`` searched in ``source`` (``^(slide\d+)_``), or
+    its whole match when ``pattern`` has no group (``^slide\d+``); ``source`` itself
+    without a pattern (each image its own group).
+
+    Raises:
+        ValueError: ``pattern`` does not match ``source``, or gives it an empty key.
+    """
+    if pattern is None:
+        return source
+    match = pattern.search(source)
+    if match is None:
+        raise ValueError(f'--group-regex {pattern.pattern!r} does not match the image '
+                         f'path {source!r}')
+    key = match.group(1 if pattern.groups else 0)
+    if not key:
+        part = 'first group' if pattern.groups else 'match'
+        raise ValueError(f'--group-regex {pattern.pattern!r}: its {part} in the image path '
+                         f'{source!r} is empty; expected a non-empty split key')
+    return key

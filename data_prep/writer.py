@@ -189,7 +189,8 @@ def add_common_arguments(parser, tile, overlap, box_size=None, n_folds=1, seed=0
     """Add the tiling/split options every dataset module shares, with its defaults.
 
     Options: ``--tile`` (0 = no tiling), ``--overlap``, ``--box-size`` (point data only),
-    ``--seed``, ``--n-folds``, ``--drop-empty-tiles``/``--keep-empty-tiles``.
+    ``--seed``, ``--n-folds`` (the random split; ``n_folds=None`` leaves both out, for a
+    converter whose folds are fixed), ``--drop-empty-tiles``/``--keep-empty-tiles``.
     """
     parser.add_argument('--tile', type=int, default=tile or 0,
                         help='tile size in pixels, 0 = keep images whole '
@@ -200,11 +201,12 @@ def add_common_arguments(parser, tile, overlap, box_size=None, n_folds=1, seed=0
         parser.add_argument('--box-size', type=float, default=box_size,
                             help='side of the square box around each point annotation '
                                  f'(default {box_size})')
-    parser.add_argument('--seed', type=int, default=seed,
-                        help=f'seed of the split (default {seed})')
-    parser.add_argument('--n-folds', type=int, default=n_folds,
-                        help=f'cross-validation folds with a fixed val set (default '
-                             f'{n_folds})')
+    if n_folds is not None:
+        parser.add_argument('--seed', type=int, default=seed,
+                            help=f'seed of the split (default {seed})')
+        parser.add_argument('--n-folds', type=int, default=n_folds,
+                            help=f'cross-validation folds with a fixed val set (default '
+                                 f'{n_folds})')
     group = parser.add_mutually_exclusive_group()
     group.add_argument('--drop-empty-tiles', dest='drop_empty_tiles', action='store_true',
                        help='leave tiles without cells out of train/val/test' +

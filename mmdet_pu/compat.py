@@ -9,8 +9,7 @@ through ``getattr``) and numpy arrays, scalars and dtypes. Loading them fails, w
 Instead of turning the safety check off, this module re-registers mmengine's loader for
 local files so that it keeps ``weights_only=True`` and allows, only while an mmengine
 checkpoint is being read, exactly the types mmengine writes. A checkpoint holding anything
-else still fails, with torch's message naming the offending global; such types can be
-trusted explicitly with :func:`allow_checkpoint_globals`.
+else still fails, with torch's message naming the offending global.
 """
 import os.path as osp
 
@@ -28,16 +27,6 @@ _NUMPY_GLOBALS = [
 
 # ``getattr`` rebuilds HistoryBuffer's references to its statistics methods.
 _CHECKPOINT_GLOBALS = [HistoryBuffer, getattr] + _NUMPY_GLOBALS
-
-
-def allow_checkpoint_globals(globals_):
-    """Trust additional types when mmengine loads a local checkpoint.
-
-    Args:
-        globals_ (list): classes or functions, as for
-            ``torch.serialization.add_safe_globals``.
-    """
-    _CHECKPOINT_GLOBALS.extend(globals_)
 
 
 @CheckpointLoader.register_scheme(prefixes='', force=True)

@@ -1,9 +1,10 @@
-"""Config loading, runner building, process groups and command-line values shared by
-the tools."""
+"""Config loading, runner building, process groups, command-line values and the report
+of user errors shared by the tools (and the ``data_prep`` converters)."""
 import argparse
 import logging
 import os
 import os.path as osp
+import sys
 from datetime import timedelta
 from typing import Optional, Tuple
 
@@ -166,6 +167,34 @@ def close_distributed() -> None:
         dist.destroy_process_group()
 
 
+# ------------------------------------------------------------ command-line errors --
+
+#: Exceptions that describe bad input (data, paths, options, a config) rather than a bug:
+#: the code the tools and converters call raises ValueError naming the file, line or
+#: option, and OSError for missing files.
+USER_ERRORS = (ValueError, OSError)
+#: :data:`USER_ERRORS` and what the tools that schedule trainings in subprocesses also
+#: report without a traceback: a config key that does not exist (``KeyError``) and runs
+#: that failed (``RuntimeError``, naming their logs).
+RUN_ERRORS = USER_ERRORS + (KeyError, RuntimeError)
+
+
+def report_user_errors(main, argv=None, errors=USER_ERRORS) -> int:
+    """Run a command-line ``main(argv)``; return its exit status (for ``sys.exit``).
+
+    One of ``errors`` is printed as ``<program>: error: <message>`` on stderr and gives
+    status 2, as argparse's own errors do; any other exception is a bug and propagates
+    with its traceback.
+    """
+    try:
+        main(argv)
+    except errors as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f'{osp.basename(sys.argv[0])}: error: {message}', file=sys.stderr)
+        return 2
+    return 0
+
+
 # ------------------------------------------------------------ command-line values --
 
 def parse_roi(text):
@@ -200,6 +229,20 @@ def positive_float(text):
         raise argparse.ArgumentTypeError(f'expected a number, got {text!r}')
     if not value > 0:
         raise argparse.ArgumentTypeError(f'expected a number > 0, got {text!r}')
+    return value
+
+
+def score_thr_or_val(text):
+    """argparse type of ``tools/test.py --score-thr``: a score in [0, 1], or ``'val'``
+    (:func:`set_test_score_thr`)."""
+    if text == 'val':
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a score in [0, 1] or 'val', got {text!r}")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f'expected a score in [0, 1], got {text!r}')
     return value
 
 

@@ -45,6 +45,7 @@ import sys
 
 from mmdet_pu.evaluation.comparison import compare, load_folds, load_images
 from mmdet_pu.evaluation.comparison_format import format_comparison
+from mmdet_pu.launch import report_user_errors
 
 
 def parse_args(argv=None):
@@ -96,4 +97,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main))

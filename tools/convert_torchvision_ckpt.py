@@ -15,14 +15,21 @@ Faster R-CNN models (configs/_base_/models):
 * ResNet: every tensor but ``fc.*`` -> ``backbone.*`` (mmdet's ResNet uses
   torchvision's names).
 
-Train with ``--cfg-options load_from=<output>`` (docs/pretrained.md).
+Train with ``--cfg-options load_from=<output>`` (docs/pretrained.md). Any other input (an
+unreadable file, other parameter names or shapes) is refused with one line naming the
+file and the offending keys (exit status 2); the output is written atomically.
 """
 import argparse
+import pickle
 import re
+import sys
 from collections import OrderedDict
 from pathlib import Path
 
 import torch
+
+from mmdet_pu.io.atomic import atomic_open
+from mmdet_pu.launch import report_user_errors
 
 VGG16_CONVS = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28)
 VGG16_FCS = {'classifier.0': ('roi_head.bbox_head.shared_fcs.0', (4096, 25088)),
@@ -30,8 +37,21 @@ VGG16_FCS = {'classifier.0': ('roi_head.bbox_head.shared_fcs.0', (4096, 25088)),
 
 
 def load_state_dict(path):
-    """The ``{name: tensor}`` mapping stored in ``path``."""
-    checkpoint = torch.load(path, map_location='cpu', weights_only=True)
+    """The ``{name: tensor}`` mapping stored in ``path``.
+
+    Raises:
+        ValueError: naming ``path``: not a checkpoint ``torch.load`` can read with
+            ``weights_only=True`` (corrupt, truncated, or holding Python objects), or not a
+            state dict.
+    """
+    try:
+        checkpoint = torch.load(path, map_location='cpu', weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        found = re.search(r'Unsupported global: GLOBAL (\S+)', str(err))
+        reason = (f'it holds {found.group(1)}, not only tensors' if found else
+                  'not a PyTorch checkpoint, or a corrupt or truncated one')
+        raise ValueError(f'{path}: cannot read it with torch.load(weights_only=True): '
+                         f'{reason}') from None
     for key in ('state_dict', 'model'):
         if isinstance(checkpoint, dict) and isinstance(checkpoint.get(key), dict):
             checkpoint = checkpoint[key]
@@ -86,17 +106,29 @@ def convert(state_dict):
     return convert_resnet(state_dict)
 
 
+def convert_file(src):
+    """The detector-named state dict of the torchvision checkpoint ``src``.
+
+    Raises:
+        ValueError: naming ``src`` and what is wrong with it.
+    """
+    state_dict = load_state_dict(src)
+    try:
+        return convert(state_dict)
+    except ValueError as err:
+        raise ValueError(f'{src}: {err}') from None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('src', help='torchvision checkpoint (.pth)')
     parser.add_argument('dst', help='output checkpoint for load_from (.pth)')
     args = parser.parse_args(argv)
-    converted = convert(load_state_dict(args.src))
-    Path(args.dst).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(dict(state_dict=converted,
-                    meta=dict(source=Path(args.src).name)), args.dst)
+    converted = convert_file(args.src)
+    with atomic_open(args.dst, 'wb') as f:
+        torch.save(dict(state_dict=converted, meta=dict(source=Path(args.src).name)), f)
     print(f'{args.dst}: {len(converted)} tensors')
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main))

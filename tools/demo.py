@@ -32,6 +32,7 @@ import sys
 
 from mmdet_pu.experiments.demo import PRESETS, run_demo
 from mmdet_pu.experiments.runs import check_run_arguments
+from mmdet_pu.launch import RUN_ERRORS, report_user_errors
 
 
 def parse_args(argv=None):
@@ -61,17 +62,14 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        text, results = run_demo(
-            args.variant, args.work_dir, args.data_root, args.num_images, args.seeds,
-            args.iters, args.jobs, args.cfg_options,
-            echo=lambda msg: print(f'[demo] {msg}', flush=True))
-    except (ValueError, RuntimeError) as e:
-        sys.exit(f'[demo] {e}')
+    text, results = run_demo(
+        args.variant, args.work_dir, args.data_root, args.num_images, args.seeds,
+        args.iters, args.jobs, args.cfg_options,
+        echo=lambda msg: print(f'[demo] {msg}', flush=True))
     print(f'\n{text}\nTotal time {results["minutes"]:.1f} min.')
     print(f'[demo] wrote {args.work_dir}/results.json, results.md and figure.png')
     return results
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

@@ -36,9 +36,11 @@ pi_1);
 """
 import argparse
 import os.path as osp
+import sys
 
 from mmengine.config import DictAction
 
+from mmdet_pu.launch import report_user_errors
 from mmdet_pu.prior.estimate_file import format_table, write_estimate
 from mmdet_pu.prior.from_checkpoint import estimate_from_checkpoint
 
@@ -87,4 +89,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main))

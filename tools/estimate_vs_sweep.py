@@ -26,6 +26,7 @@ import sys
 
 from mmdet_pu.experiments.prior_versus import run_study, write_study
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
+from mmdet_pu.launch import RUN_ERRORS, report_user_errors
 from mmdet_pu.prior.selection import add_selection_arguments
 
 
@@ -69,14 +70,11 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        results = run_study(
-            args.config, args.seeds, args.values, args.work_dir, args.keys,
-            args.provisional, args.band, args.f1_tolerance, args.jobs,
-            args.estimate_options, args.cfg_options,
-            echo=lambda msg: print(f'[estimate_vs_sweep] {msg}', flush=True))
-    except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
-        sys.exit(f'[estimate_vs_sweep] {error}')
+    results = run_study(
+        args.config, args.seeds, args.values, args.work_dir, args.keys,
+        args.provisional, args.band, args.f1_tolerance, args.jobs,
+        args.estimate_options, args.cfg_options,
+        echo=lambda msg: print(f'[estimate_vs_sweep] {msg}', flush=True))
     text = write_study(args.work_dir, results)
     print(f'\n{text}\n[estimate_vs_sweep] wrote {args.work_dir}/results.md and '
           'results.json')
@@ -84,4 +82,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

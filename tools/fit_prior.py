@@ -31,13 +31,7 @@ import sys
 from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES, SELF_TRAIN_LOSSES,
                                             fit_prior, format_summary)
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
-
-
-def odds_factor(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f'{text}: expected values > 0')
-    return value
+from mmdet_pu.launch import RUN_ERRORS, positive_float, report_user_errors
 
 
 def parse_args(argv=None):
@@ -47,7 +41,7 @@ def parse_args(argv=None):
     parser.add_argument('config', help='a PU config (binary or multi-class; Faster '
                         'R-CNN, Cascade R-CNN or a dense detector)')
     parser.add_argument('--work-dir', help='default: work_dirs/<config name>_fit_prior')
-    parser.add_argument('--factors', type=odds_factor, nargs='+',
+    parser.add_argument('--factors', type=positive_float, nargs='+',
                         default=list(DEFAULT_FACTORS),
                         help='odds factors on the estimated shares, one training each '
                         f'(default: {" ".join(map(str, DEFAULT_FACTORS))})')
@@ -76,18 +70,15 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
-                            args.factors, args.jobs, self_train=args.self_train,
-                            self_train_loss=args.self_train_loss,
-                            final=args.final.replace('-', '_'),
-                            echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
-    except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
-        sys.exit(f'[fit_prior] {error}')
+    summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
+                        args.factors, args.jobs, self_train=args.self_train,
+                        self_train_loss=args.self_train_loss,
+                        final=args.final.replace('-', '_'),
+                        echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
           'fit_prior.png and fit_prior.pth')
     return summary
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mmdet_pu.experiments.prior_family import REGIMES, run_regime, summarize, write_family
 from mmdet_pu.experiments.runs import check_run_arguments
+from mmdet_pu.launch import RUN_ERRORS, report_user_errors
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / 'configs' / 'synthetic'
 
@@ -46,19 +47,15 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     echo = lambda msg: print(f'[prior_family] {msg}', flush=True)  # noqa: E731
-    try:
-        if not args.summary_only:
-            for regime in args.regimes:
-                echo(f'regime {regime}')
-                run_regime(regime, str(CONFIG_DIR), args.work_dir, args.seeds, args.jobs,
-                           echo)
-        results = [summarize(regime, args.work_dir, args.seeds) for regime in args.regimes]
-    except (ValueError, RuntimeError, KeyError, FileNotFoundError) as error:
-        sys.exit(f'[prior_family] {error}')
+    if not args.summary_only:
+        for regime in args.regimes:
+            echo(f'regime {regime}')
+            run_regime(regime, str(CONFIG_DIR), args.work_dir, args.seeds, args.jobs, echo)
+    results = [summarize(regime, args.work_dir, args.seeds) for regime in args.regimes]
     text = write_family(args.work_dir, results)
     print(f'\n{text}\n[prior_family] wrote {args.work_dir}/results.md and results.json')
     return results
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

@@ -41,6 +41,7 @@ from pathlib import Path
 from mmdet_pu.experiments.repeat import (compare_runs, dry_run, plan_runs, run_plan,
                                          write_results)
 from mmdet_pu.experiments.runs import check_run_arguments
+from mmdet_pu.launch import RUN_ERRORS, report_user_errors
 
 
 def parse_args(argv=None):
@@ -90,17 +91,14 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        plan = plan_runs(args.names, args.configs, args.seeds, args.work_dir, args.folds,
-                         args.cfg_options)
-        if args.dry_run:
-            for line in dry_run(plan):
-                print(line)
-            return None
-        run_plan(plan, args.jobs, echo=lambda msg: print(f'[repeat] {msg}', flush=True))
-        comparison = compare_runs(plan, args.ref, args.untested)
-    except (ValueError, RuntimeError, FileNotFoundError) as e:
-        sys.exit(f'[repeat] {e}')
+    plan = plan_runs(args.names, args.configs, args.seeds, args.work_dir, args.folds,
+                     args.cfg_options)
+    if args.dry_run:
+        for line in dry_run(plan):
+            print(line)
+        return None
+    run_plan(plan, args.jobs, echo=lambda msg: print(f'[repeat] {msg}', flush=True))
+    comparison = compare_runs(plan, args.ref, args.untested)
     text = write_results(args.work_dir, plan, comparison, args.configs, args.seeds,
                          args.folds, args.cfg_options)
     print(f'\n{text}\n[repeat] wrote {args.work_dir}/results.md, results.json and '
@@ -109,4 +107,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

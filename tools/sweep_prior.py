@@ -26,7 +26,8 @@ import sys
 
 from mmdet_pu.experiments.prior_sweep import (SELECTIONS, dry_run, format_summary,
                                               plan_sweep, run_sweep, setup_sweep)
-from mmdet_pu.experiments.runs import default_work_dir
+from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
+from mmdet_pu.launch import RUN_ERRORS, report_user_errors
 from mmdet_pu.prior.selection import add_selection_arguments
 
 
@@ -69,8 +70,7 @@ def parse_args(argv=None):
         parser.error('--range and --estimate do not combine (--values does)')
     if args.estimate is None and (args.width is not None or args.num is not None):
         parser.error('--width and --num need --estimate')
-    if args.jobs < 1:
-        parser.error(f'--jobs must be >= 1, got {args.jobs}')
+    check_run_arguments(parser, args.jobs, [])  # a sweep keeps the config's seed
     args.width = 0.2 if args.width is None else args.width
     args.num = 3 if args.num is None else args.num
     args.work_dir = args.work_dir or default_work_dir(args.config, '_prior_sweep')
@@ -98,4 +98,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(report_user_errors(main, errors=RUN_ERRORS))

@@ -30,7 +30,7 @@ import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
 from mmdet_pu.launch import (add_launcher_arguments, build_runner, load_test_config,
-                             parse_launch_args)
+                             parse_launch_args, score_thr_or_val)
 
 
 def parse_args():
@@ -51,15 +51,19 @@ def parse_args():
         '--overlay-style', default='box', choices=['box', 'dot'],
         help="overlays draw boxes, or dots at box centres for crowded images")
     parser.add_argument(
-        '--score-thr', help="score threshold of the metric: a number, or 'val' for the "
-        'one selected on the validation set during training')
+        '--score-thr', type=score_thr_or_val,
+        help="score threshold of the metric: a score in [0, 1], or 'val' for the one "
+        'selected on the validation set during training')
     parser.add_argument(
         '--wait-time', type=float, default=2, help='the interval of show (s)')
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
         help='override config settings')
     add_launcher_arguments(parser)
-    return parse_launch_args(parser)
+    args = parse_launch_args(parser)
+    if args.out is not None and not args.out.endswith(('.pkl', '.pickle')):
+        parser.error(f'--out {args.out}: expected a .pkl/.pickle file')
+    return args
 
 
 def build_cfg(args):
@@ -76,8 +80,6 @@ def main():
     args = parse_args()
     runner = build_runner(build_cfg(args))
     if args.out is not None:
-        if not args.out.endswith(('.pkl', '.pickle')):
-            raise ValueError(f'--out {args.out}: expected a .pkl/.pickle file')
         runner.test_evaluator.metrics.append(
             DumpDetResults(out_file_path=args.out))
     runner.test()

@@ -1,15 +1,17 @@
 """COCO-style cell dataset written by ``data_prep/prepare.py``, with seeded deletion."""
 import json
 import logging
+import math
 import os.path as osp
 import statistics
 
 from mmengine.logging import print_log
 
 from mmdet.datasets import CocoDataset
+from mmdet.datasets.api_wrappers import COCO
 from mmdet.registry import DATASETS
 
-from .deletion import build_deletion
+from .deletion import build_deletion, is_loaded
 
 #: Annotation fields that CocoDataset parses into ``bbox``, ``bbox_label`` and
 #: ``ignore_flag``; every other field (``point``, ``score``, ``original``, ...) is kept
@@ -23,21 +25,53 @@ PREPARED_DATASETS = ('mitos14', 'crchisto', 'tupac', 'nucls', 'synthetic')
 MPP_SPREAD = 0.05
 
 
-def read_pseudo_labels(path):
+def read_pseudo_labels(path, num_classes):
     """``{file_name: [[x1, y1, x2, y2, label], ...]}`` of a pseudo-label file (``{}``
-    for None); ValueError naming the file and the entry that is not such a list."""
+    for None): the coordinates numbers, each label a class index in
+    ``[0, num_classes)``.
+
+    Raises:
+        ValueError: naming the file, and the image and entry that are not such a list.
+    """
     if path is None:
         return {}
     with open(path) as f:
-        images = json.load(f).get('images')
+        try:
+            content = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f'{path}: not valid JSON ({e}); expected a pseudo-label '
+                             'file') from e
+    images = content.get('images') if isinstance(content, dict) else None
     if not isinstance(images, dict):
         raise ValueError(f'{path}: expected {{"images": {{file_name: [[x1, y1, x2, y2, '
-                         'label], ...]}}}}')
+                         f'label], ...]}}}}, got a JSON {type(content).__name__} without '
+                         'such an "images" object')
     for name, cells in images.items():
-        if not all(isinstance(c, list) and len(c) == 5 for c in cells):
-            raise ValueError(f'{path}: images[{name!r}] must be a list of [x1, y1, x2, '
-                             'y2, label]')
+        if not isinstance(cells, list):
+            raise ValueError(f'{path}: images[{name!r}]: expected a list of [x1, y1, x2, '
+                             f'y2, label], got {cells!r}')
+        for i, cell in enumerate(cells):
+            _check_pseudo_cell(cell, num_classes, f'{path}: images[{name!r}][{i}]')
     return images
+
+
+def _is_number(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _check_pseudo_cell(cell, num_classes, where):
+    """Raise a ValueError naming ``where`` unless ``cell`` is ``[x1, y1, x2, y2, label]``
+    of finite numbers and an integer ``label`` in ``[0, num_classes)``."""
+    if not (isinstance(cell, list) and len(cell) == 5 and all(map(_is_number, cell[:4]))):
+        raise ValueError(f'{where}: expected [x1, y1, x2, y2, label] with numeric '
+                         f'coordinates, got {cell!r}')
+    label = cell[4]
+    if isinstance(label, bool) or not isinstance(label, int) \
+            or not 0 <= label < num_classes:
+        raise ValueError(f'{where}: expected the label to be a class index in '
+                         f'0..{num_classes - 1} ({num_classes} classes in the dataset\'s '
+                         f'metainfo), got {label!r}')
 
 
 @DATASETS.register_module()
@@ -62,7 +96,11 @@ class CellCocoDataset(CocoDataset):
     * ``pseudo_labels``: a JSON file of further cells per image (the self-training of
       ``tools/fit_prior.py``, :mod:`mmdet_pu.experiments.pseudo_labels`), added after the
       deletion as instances with ``pseudo=True``: ``{"images": {file_name: [[x1, y1,
-      x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based).
+      x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based class
+      indices; checked when the dataset loads, :func:`read_pseudo_labels`).
+    * ``metainfo['classes']`` must be the file's categories in the file's order:
+      CocoDataset numbers the labels in that order, so a config listing them otherwise
+      would name every label wrongly; a ValueError names the file and both orders.
     * A missing ``ann_file`` raises an error naming the ``data_prep/prepare.py`` command
       that writes it: ``prepare_cmd`` if given, else one derived from ``data_root``.
     * ``metainfo['mpp']``: the training resolution in micrometres per pixel, the median
@@ -83,8 +121,17 @@ class CellCocoDataset(CocoDataset):
                  **kwargs):
         self.deletion = build_deletion(deletion)
         self.prepare_cmd = prepare_cmd
-        self.pseudo_labels = read_pseudo_labels(pseudo_labels)
+        self.pseudo_label_file = pseudo_labels
         super().__init__(*args, **kwargs)
+
+    def _open_annotations(self, path):
+        """CocoDataset's ``COCOAPI``: the COCO index of the annotation file; keeps the
+        names of the file's categories, in the file's order, for :meth:`_check_classes`."""
+        coco = COCO(path)
+        self._file_classes = [cat['name'] for cat in coco.dataset.get('categories', [])]
+        return coco
+
+    COCOAPI = _open_annotations
 
     def _missing_file_help(self):
         if self.prepare_cmd:
@@ -102,6 +149,8 @@ class CellCocoDataset(CocoDataset):
                 f'first:\n    {self._missing_file_help()}')
         self._annotated_img_ids = set()  # filled by parse_data_info, before deletion
         self._image_mpps = []  # filled by parse_data_info: each image's mpp or None
+        self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file,
+                                                len(self.metainfo['classes']))
         data_list = super().load_data_list()
         self._check_classes()
         if 'mpp' not in self._metainfo:  # the config's metainfo wins
@@ -129,9 +178,15 @@ class CellCocoDataset(CocoDataset):
         return mpp
 
     def _check_classes(self):
-        """Every configured class must be a category of the file: CocoDataset would
-        otherwise drop its annotations without a word (e.g. a QuPath import whose
-        classes differ from the config's ``metainfo``)."""
+        """The configured classes must be the file's categories in the file's order.
+
+        CocoDataset drops the annotations of a class that is not a category of the file
+        without a word (e.g. a QuPath import whose classes differ from the config's
+        ``metainfo``), and it numbers the labels in the order of the file's
+        ``categories``, not of ``metainfo.classes``: with categories ``[tumor,
+        lymphocyte]`` and ``classes=('lymphocyte', 'tumor')`` a tumor would get label 0,
+        which every consumer names ``lymphocyte``.
+        """
         classes = tuple(self.metainfo['classes'])
         if len(self.cat_ids) < len(classes):
             raise ValueError(
@@ -139,6 +194,14 @@ class CellCocoDataset(CocoDataset):
                 f'{classes} are categories of this file (its "categories" list the '
                 'classes it was prepared with); set metainfo.classes and the model\'s '
                 'num_classes to those')
+        in_file_order = tuple(name for name in self._file_classes if name in classes)
+        if in_file_order != classes:
+            raise ValueError(
+                f'{self.ann_file}: its categories are {tuple(self._file_classes)} in this '
+                f'order, the config\'s metainfo.classes {classes}; CocoDataset numbers '
+                'the labels in the file\'s order, so the labels would be named wrongly: '
+                f'set metainfo.classes to {in_file_order} (and anything given per class, '
+                'e.g. priors, in that order)')
 
     def parse_data_info(self, raw_data_info):
         """Parse one image like CocoDataset, keep cell fields, apply the deletion."""
@@ -153,7 +216,7 @@ class CellCocoDataset(CocoDataset):
             x0=img_info.get('x0', 0), y0=img_info.get('y0', 0),
             tiles=img_info.get('tiles', [[0, 0, width, height]]))
         anns = [ann for ann in raw_data_info['raw_ann_info']
-                if self._is_valid(ann, width, height)]
+                if is_loaded(ann, width, height, self.cat_ids)]
         if anns:
             self._annotated_img_ids.add(img_info['img_id'])
         if self.deletion is not None and anns:
@@ -163,15 +226,6 @@ class CellCocoDataset(CocoDataset):
             data_info['instances'].append(dict(bbox=list(bbox), bbox_label=int(label),
                                                ignore_flag=0, pseudo=True))
         return data_info
-
-    def _is_valid(self, ann, width, height):
-        """CocoDataset's rules: not ignored, a box of >= 1 px inside the image, known class."""
-        x1, y1, w, h = ann['bbox']
-        inside_w = min(x1 + w, width) - max(x1, 0)
-        inside_h = min(y1 + h, height) - max(y1, 0)
-        return (not ann.get('ignore', False) and inside_w > 0 and inside_h > 0
-                and ann['area'] > 0 and w >= 1 and h >= 1
-                and ann['category_id'] in self.cat_ids)
 
     def _instance(self, ann):
         x1, y1, w, h = ann['bbox']

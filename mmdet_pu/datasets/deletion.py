@@ -12,7 +12,8 @@ subset='original')`` on the complete (alternative) labels.
 
 The same scheme gives the same result inside :class:`~mmdet_pu.datasets.CellCocoDataset`
 (``deletion=...``) and in ``data_prep/delete.py`` (:func:`delete_from_coco`), as both
-present the annotations of an image in COCO file order. A config names its scheme once,
+present it the annotations the dataset loads (:func:`is_loaded`) of an image in COCO
+file order. A config names its scheme once,
 in the top-level key ``deletion``; :func:`apply_deletion` gives it to the training and
 validation loaders (docs/method.md#datasets-and-deletion).
 """
@@ -234,25 +235,47 @@ def apply_deletion(cfg):
     return cfg
 
 
-def delete_from_coco(coco, scheme):
+def is_loaded(ann, width, height, cat_ids) -> bool:
+    """Whether :class:`~mmdet_pu.datasets.CellCocoDataset` (CocoDataset's rules) makes
+    COCO annotation ``ann`` of a ``width`` x ``height`` image an instance: not ignored,
+    a box of >= 1 px with some part inside the image, a category in ``cat_ids``. A
+    scheme draws among these only."""
+    x1, y1, w, h = ann['bbox']
+    inside_w = min(x1 + w, width) - max(x1, 0)
+    inside_h = min(y1 + h, height) - max(y1, 0)
+    return (not ann.get('ignore', False) and inside_w > 0 and inside_h > 0
+            and ann['area'] > 0 and w >= 1 and h >= 1 and ann['category_id'] in cat_ids)
+
+
+def delete_from_coco(coco, scheme, classes=None):
     """A copy of COCO dict ``coco`` without the annotations ``scheme`` deletes.
 
-    Images and categories are unchanged (an image may be left with no annotation: it is
-    still unlabeled data). ``scheme`` is a :class:`DeletionScheme`, a config dict or
-    ``None`` (nothing deleted).
+    As in :class:`~mmdet_pu.datasets.CellCocoDataset`, the scheme draws among the
+    annotations the dataset loads (:func:`is_loaded`) for ``classes`` (category names;
+    default every category of the file); the others stay in the file unchanged (the
+    dataset skips them). Images and categories are unchanged (an image may be left with
+    no annotation: it is still unlabeled data). ``scheme`` is a
+    :class:`DeletionScheme`, a config dict or ``None`` (nothing deleted).
     """
     scheme = build_deletion(scheme)
     if scheme is None:
         return copy.deepcopy(coco)
-    file_names = {img['id']: img['file_name'] for img in coco['images']}
+    images = {img['id']: img for img in coco['images']}
+    cat_ids = {cat['id'] for cat in coco['categories']
+               if classes is None or cat['name'] in classes}
     per_image = defaultdict(list)
     for ann in coco['annotations']:
-        if ann['image_id'] not in file_names:
+        if ann['image_id'] not in images:
             raise ValueError(f"annotation {ann.get('id')} refers to image_id "
                              f"{ann['image_id']}, which is not in 'images'")
         per_image[ann['image_id']].append(ann)
     kept_ids = set()
     for image_id, anns in per_image.items():
-        kept_ids.update(id(anns[i]) for i in scheme.keep(file_names[image_id], anns))
+        image = images[image_id]
+        loaded = [ann for ann in anns
+                  if is_loaded(ann, image['width'], image['height'], cat_ids)]
+        skipped = {id(ann) for ann in anns} - {id(ann) for ann in loaded}
+        kept_ids.update(skipped)
+        kept_ids.update(id(loaded[i]) for i in scheme.keep(image['file_name'], loaded))
     kept = [ann for ann in coco['annotations'] if id(ann) in kept_ids]
     return copy.deepcopy(dict(coco, annotations=kept))

@@ -44,11 +44,10 @@ from mmengine.logging import MessageHub, MMLogger, print_log
 
 from mmdet.registry import METRICS
 from mmdet_pu.io.atomic import atomic_open, write_json_atomic
-from .matching import ERROR_KINDS, count_per_class, error_kinds, match_image
-from .rates import average_precision, counts_at, detection_rates, nanmean
+from .matching import ERROR_KINDS, count_per_class, error_kinds, match_image, to_numpy
+from .rates import RATES, average_precision, counts_at, detection_rates, nanmean
 from .score_threshold import pu_threshold_criterion, select_score_thr
 
-RATES = ('recall', 'precision', 'f1')
 #: The folder of the per-image dumps in a Runner's work dir.
 DUMP_DIR = 'cell_metrics'
 #: Per image, the ranked detections: scores (descending), classes and TP flags.
@@ -61,12 +60,19 @@ def report_path(work_dir: str, stage: str = 'test') -> str:
     return osp.join(work_dir, DUMP_DIR, f'{stage}_per_image.json')
 
 
-def _to_numpy(value):
-    """Tensor, mmdet ``BaseBoxes`` or array-like as a numpy array."""
-    value = getattr(value, 'tensor', value)  # HorizontalBoxes -> tensor
-    if hasattr(value, 'detach'):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
+def dump_metric(report: dict, name: str, optional: bool = False):
+    """A summary value of a per-image dump (the JSON :class:`CellDetMetric` writes) by
+    its unprefixed name (``'cell0/avg_recall'``, ``'pu_score_thr'``):
+    ``report['metrics']['<prefix>/<name>']``, None for NaN.
+
+    Raises:
+        KeyError: the dump has no such value, unless ``optional`` (then None: an older
+            dump, a metric without score-threshold candidates).
+    """
+    head = f'{report["prefix"]}/' if report.get('prefix') else ''
+    if optional:
+        return report['metrics'].get(head + name)
+    return report['metrics'][head + name]
 
 
 @METRICS.register_module()
@@ -177,14 +183,15 @@ class CellDetMetric(BaseMetric):
         num_classes = len(self.classes)
         for sample in data_samples:
             pred, gt = sample['pred_instances'], sample['gt_instances']
-            scores = _to_numpy(pred['scores']).astype(np.float64).reshape(-1)
-            pred_labels, gt_labels = _to_numpy(pred['labels']), _to_numpy(gt['labels'])
-            match = match_image(_to_numpy(pred['bboxes']), scores, pred_labels,
-                                _to_numpy(gt['bboxes']), gt_labels, score_thr=-np.inf,
+            scores = to_numpy(pred['scores']).astype(np.float64).reshape(-1)
+            pred_labels, gt_labels = to_numpy(pred['labels']), to_numpy(gt['labels'])
+            match = match_image(to_numpy(pred['bboxes']), scores, pred_labels,
+                                to_numpy(gt['bboxes']), gt_labels, score_thr=-np.inf,
                                 iou_thr=self.iou_thr, radius=self.radius)
-            tp_all, _, fn_all = count_per_class(match, pred_labels, gt_labels, num_classes)
-            kinds = error_kinds(match, _to_numpy(pred['bboxes']), pred_labels,
-                                _to_numpy(gt['bboxes']), gt_labels, self.iou_thr,
+            tp_all, _, fn_all = count_per_class(match, pred_labels, gt_labels, num_classes,
+                                                image=sample.get('img_path'))
+            kinds = error_kinds(match, to_numpy(pred['bboxes']), pred_labels,
+                                to_numpy(gt['bboxes']), gt_labels, self.iou_thr,
                                 self.radius)
             order = np.argsort(-scores, kind='stable')
             ranked = dict(scores=scores[order],

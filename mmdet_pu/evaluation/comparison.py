@@ -40,12 +40,11 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .cell_metric import report_path
-from .rates import counts_at, detection_rates, nanmean
+from .cell_metric import dump_metric, report_path
+from .rates import RATES, counts_at, detection_rates, nanmean
 from .score_threshold import read_validation_thr
 from .statistics import benjamini_hochberg, mean_std, paired_ttest
 
-RATES = ('recall', 'precision', 'f1')
 #: F1 at the metric's threshold, F1 at the validation threshold, AP.
 RANKING = ('f1', 'f1_val', 'ap')
 #: Pseudo-class of the means over classes (``cell/avg_f1``, ...) of a multi-class dump.
@@ -104,20 +103,6 @@ def load_report(path: str) -> dict:
             raise ValueError(f'{path}: field {field!r} missing; expected a per-image '
                              'dump of CellDetMetric')
     return report
-
-
-def metric(report: dict, name: str):
-    """A summary value of a dump by its unprefixed name (``'cell0/avg_recall'``)."""
-    head = f'{report["prefix"]}/' if report.get('prefix') else ''
-    return report['metrics'][head + name]
-
-
-def _optional_metric(report: dict, name: str):
-    """:func:`metric`, or None where the dump has no such value (an older dump)."""
-    try:
-        return metric(report, name)
-    except KeyError:
-        return None
 
 
 def validation_thr(path: str) -> Optional[float]:
@@ -186,18 +171,21 @@ def load_runs(name: str, reports: List[str], stat: str = 'avg',
         if report['classes'] != classes:
             raise ValueError(f'{path}: classes {report["classes"]} differ from '
                              f'{classes} of {reports[0]}')
-    values = {(cls, rate): _as_float([metric(r, f'{cls}/{stat}_{rate}') for r in loaded])
+    values = {(cls, rate): _as_float([dump_metric(r, f'{cls}/{stat}_{rate}')
+                                      for r in loaded])
               for cls in classes for rate in RATES}
     val_thrs = [validation_thr(path) for path in reports]
     f1_val = [f1_of_run_at(r, thr, stat) for r, thr in zip(loaded, val_thrs)]
     for c, cls in enumerate(classes):
         values[(cls, 'f1_val')] = _as_float([per_class[c] for per_class, _ in f1_val])
-        values[(cls, 'ap')] = _as_float([_optional_metric(r, f'{cls}/ap') for r in loaded])
+        values[(cls, 'ap')] = _as_float([dump_metric(r, f'{cls}/ap', optional=True)
+                                         for r in loaded])
     if overall and len(classes) > 1:
-        values.update({(OVERALL, rate): _as_float([metric(r, f'{stat}_{rate}')
+        values.update({(OVERALL, rate): _as_float([dump_metric(r, f'{stat}_{rate}')
                                                    for r in loaded]) for rate in RATES})
         values[(OVERALL, 'f1_val')] = _as_float([mean for _, mean in f1_val])
-        values[(OVERALL, 'ap')] = _as_float([_optional_metric(r, 'ap') for r in loaded])
+        values[(OVERALL, 'ap')] = _as_float([dump_metric(r, 'ap', optional=True)
+                                             for r in loaded])
         classes = [*classes, OVERALL]
     units = [frozenset(image_key(image) for image in r['images']) for r in loaded]
     return Method(name, list(reports), list(classes), units, values,

@@ -8,7 +8,8 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from .comparison import RANKING, RATES, Cell, Comparison
+from .comparison import RANKING, Cell, Comparison
+from .rates import RATES
 from .statistics import significance_stars
 
 RATE_TITLES = dict(recall='Recall', precision='Precision', f1='F1-score',

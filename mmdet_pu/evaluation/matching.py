@@ -33,6 +33,15 @@ class ImageMatch(NamedTuple):
     gt_matched: np.ndarray
 
 
+def to_numpy(value) -> np.ndarray:
+    """A tensor (on any device), mmdet ``BaseBoxes`` or array-like as a numpy array:
+    what the matching takes, from the detectors' results."""
+    value = getattr(value, 'tensor', value)  # HorizontalBoxes -> tensor
+    if hasattr(value, 'detach'):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
 def box_iou(boxes_a, boxes_b):
     """(A, B) IoU matrix of two sets of ``(x1, y1, x2, y2)`` boxes."""
     a = np.asarray(boxes_a, dtype=np.float64).reshape(-1, 4)
@@ -114,18 +123,24 @@ def match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
     return ImageMatch(kept, pred_tp, gt_matched)
 
 
-def count_per_class(match: ImageMatch, pred_labels, gt_labels, num_classes: int):
+def count_per_class(match: ImageMatch, pred_labels, gt_labels, num_classes: int,
+                    image: Optional[str] = None):
     """TP, FP and FN counts per class of one matched image.
+
+    Raises:
+        ValueError: for a label outside ``0..num_classes - 1``, naming ``image`` (its
+            path) when given.
 
     Returns:
         Three (num_classes,) int arrays ``tp, fp, fn``.
     """
     pred_labels = np.asarray(pred_labels, dtype=np.int64).reshape(-1)
     gt_labels = np.asarray(gt_labels, dtype=np.int64).reshape(-1)
+    where = f'{image}: ' if image is not None else ''
     for name, labels in (('prediction', pred_labels), ('ground-truth', gt_labels)):
         bad = labels[(labels < 0) | (labels >= num_classes)]
         if bad.size:
-            raise ValueError(f'{name} label {int(bad[0])} out of range: expected '
+            raise ValueError(f'{where}{name} label {int(bad[0])} out of range: expected '
                              f'0..{num_classes - 1} for {num_classes} classes')
     tp = np.bincount(pred_labels[match.pred_tp], minlength=num_classes)
     fp = np.bincount(pred_labels[match.kept & ~match.pred_tp], minlength=num_classes)

@@ -8,7 +8,6 @@ class name and the counts, in the same colours, in a band above the image. Match
 dump (``tools/test.py --out``) and the COCO annotations (:func:`read_coco_ground_truth`).
 """
 import json
-import os
 import os.path as osp
 import re
 from typing import Dict, List, Optional, Sequence
@@ -18,7 +17,8 @@ import mmcv
 import mmengine
 import numpy as np
 
-from .matching import match_image
+from mmdet_pu.io.atomic import write_image_atomic
+from .matching import match_image, to_numpy
 
 #: BGR colours: TP green, FP red, FN yellow.
 COLOURS = dict(tp=(0, 200, 0), fp=(0, 0, 255), fn=(0, 230, 255))
@@ -114,12 +114,11 @@ def overlay_paths(out_dir: str, img_path: str, classes: Sequence[str]) -> Dict[s
 
 
 def save_cell_overlays(out_dir: str, img_path: str, overlays: Dict[str, np.ndarray]):
-    """Write the overlays of :func:`render_cell_overlays` as PNGs; returns the paths."""
-    os.makedirs(out_dir, exist_ok=True)
+    """Write the overlays of :func:`render_cell_overlays` (BGR) as PNGs, each completely
+    or not at all (:func:`~mmdet_pu.io.atomic.write_image_atomic`); returns the paths."""
     paths = overlay_paths(out_dir, img_path, list(overlays))
     for name, picture in overlays.items():
-        if not cv2.imwrite(paths[name], picture):
-            raise OSError(f'could not write overlay {paths[name]}')
+        write_image_atomic(paths[name], picture[..., ::-1])  # it takes RGB
     return list(paths.values())
 
 
@@ -149,10 +148,6 @@ def read_coco_ground_truth(ann_file: str):
     return gt, classes
 
 
-def _numpy(value):
-    return value.numpy() if hasattr(value, 'numpy') else np.asarray(value)
-
-
 def overlays_from_dump(preds: str, ann_file: str, out_dir: str,
                        img_dir: Optional[str] = None, score_thr: float = 0.5,
                        iou_thr: float = 0.5, radius: Optional[float] = None,
@@ -178,8 +173,8 @@ def overlays_from_dump(preds: str, ann_file: str, out_dir: str,
                                     'pass --img-dir')
         pred = result['pred_instances']
         overlays = render_cell_overlays(
-            mmcv.imread(img_path), _numpy(pred['bboxes']), _numpy(pred['scores']),
-            _numpy(pred['labels']), gt_bboxes, gt_labels, classes,
+            mmcv.imread(img_path), to_numpy(pred['bboxes']), to_numpy(pred['scores']),
+            to_numpy(pred['labels']), gt_bboxes, gt_labels, classes,
             score_thr=score_thr, iou_thr=iou_thr, radius=radius, style=style)
         written += save_cell_overlays(out_dir, img_path, overlays)
     return written

@@ -8,6 +8,7 @@ from mmengine.logging import print_log
 
 from mmdet.registry import HOOKS
 from mmdet.structures import DetDataSample
+from .matching import to_numpy
 from .overlay import STYLES, render_cell_overlays, save_cell_overlays
 
 
@@ -25,7 +26,7 @@ class CellOverlayHook(Hook):
         iou_thr (float): matching IoU threshold. Defaults to 0.5.
         radius (float, optional): centre-distance matching radius in pixels.
         style (str): ``'box'`` (default) or ``'dot'`` (box centres, for crowded images).
-        interval (int): draw every ``interval``-th test batch. Defaults to 1.
+        interval (int): draw every ``interval``-th test batch, >= 1. Defaults to 1.
     """
 
     priority = 'LOW'
@@ -36,6 +37,9 @@ class CellOverlayHook(Hook):
         if style not in STYLES:
             raise ValueError(f'CellOverlayHook: style must be one of {STYLES}, got '
                              f'{style!r}')
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+            raise ValueError(f'CellOverlayHook: interval must be an integer >= 1 (draw '
+                             f'every interval-th test batch), got {interval!r}')
         self.out_dir = out_dir
         self.interval = interval
         #: how the overlays match and draw (the keywords of ``render_cell_overlays``)
@@ -57,11 +61,10 @@ class CellOverlayHook(Hook):
         for sample in outputs:
             image = mmcv.imread(sample.img_path)  # BGR, as cv2 writes
             pred, gt = sample.pred_instances, sample.gt_instances
-            gt_bboxes = getattr(gt.bboxes, 'tensor', gt.bboxes)
             overlays = render_cell_overlays(
-                image, pred.bboxes.cpu().numpy(), pred.scores.cpu().numpy(),
-                pred.labels.cpu().numpy(), gt_bboxes.cpu().numpy(),
-                gt.labels.cpu().numpy(), classes, **self.drawing)
+                image, to_numpy(pred.bboxes), to_numpy(pred.scores),
+                to_numpy(pred.labels), to_numpy(gt.bboxes), to_numpy(gt.labels),
+                classes, **self.drawing)
             save_cell_overlays(self._resolved_dir, sample.img_path, overlays)
 
 

@@ -17,6 +17,9 @@ from typing import Tuple
 
 import numpy as np
 
+#: The rates of :func:`detection_rates`, in the order of the paper's tables.
+RATES = ('recall', 'precision', 'f1')
+
 
 def detection_rates(tp, fp, fn):
     """Recall, precision and F1 from TP/FP/FN counts of any (matching) shape.

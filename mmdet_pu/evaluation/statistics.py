@@ -10,16 +10,18 @@ import numpy as np
 from scipy import stats
 
 
-def mean_std(values, ddof: int = 1) -> Tuple[float, float]:
-    """Mean and standard deviation of the defined (non-NaN) values.
+def mean_std(values, ddof: int = 1, undefined=float('nan')) -> Tuple[float, float]:
+    """Mean and standard deviation of the defined values (not NaN, not None).
 
-    ``ddof=1`` gives the sample standard deviation (the spread across folds or images as
-    an estimate of the population's). NaN where too few values are defined.
+    ``ddof=1`` gives the sample standard deviation (the spread across folds, seeds or
+    images as an estimate of the population's): it is undefined for a single value (a
+    single run has no spread to report, which is not a spread of 0), as is the mean of
+    no value. An undefined result is ``undefined``: NaN, or e.g. None for JSON.
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)  # None -> NaN
     values = values[~np.isnan(values)]
-    mean = float(values.mean()) if values.size else float('nan')
-    std = float(values.std(ddof=ddof)) if values.size > ddof else float('nan')
+    mean = float(values.mean()) if values.size else undefined
+    std = float(values.std(ddof=ddof)) if values.size > ddof else undefined
     return mean, std
 
 

@@ -12,6 +12,7 @@ from typing import List, Sequence
 
 from mmengine.config import Config
 
+from mmdet_pu.io.atomic import write_atomic
 from mmdet_pu.prior.keys import type_name
 
 
@@ -52,7 +53,8 @@ def replace_pu_losses(node, path: str, replaced: List[str]):
 
 
 def write_own_loss_config(config: str, out: str) -> List[str]:
-    """Write ``config`` with its PU losses replaced (module docstring) to ``out``.
+    """Write ``config`` with its PU losses replaced (module docstring) to ``out`` (a
+    ``.py`` config file, written atomically: a resumed fit never reads half of one).
 
     Returns:
         list[str]: the config keys of the replaced losses (``model.rpn_head.loss_cls``,
@@ -70,7 +72,7 @@ def write_own_loss_config(config: str, out: str) -> List[str]:
     cfg.model = model
     cfg.custom_hooks = [hook for hook in cfg.get('custom_hooks', [])
                         if type_name(hook) != 'PriorUpdateHook']
-    cfg.dump(out)
+    write_atomic(out, cfg.pretty_text)
     return replaced
 
 

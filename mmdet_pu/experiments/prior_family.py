@@ -29,6 +29,7 @@ from typing import Callable, Dict, List, Sequence
 import numpy as np
 
 from mmdet_pu.evaluation.comparison import f1_of_run_at, load_report, validation_thr
+from mmdet_pu.evaluation.statistics import mean_std
 from mmdet_pu.prior.candidates import candidate_options, estimated_shares, option_strings
 from mmdet_pu.prior.selection import choose, choose_by_pu_criterion, read_val_metrics
 from .prior_fit import fit_prior
@@ -129,13 +130,6 @@ def test_measures(run_dir: str) -> dict:
                 f1_val=None if np.isnan(f1_val) else f1_val)
 
 
-def _mean_std(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
-
-
 def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
     """The regime's grid, best values in hindsight and each rule's choice (module
     docstring) from the runs in ``<work_dir>/<regime>``."""
@@ -154,7 +148,7 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
                                                      if k.endswith(('.prior', '.priors'))},
                      seeds=sorted(per_seed), per_seed=per_seed)
         for name in MEASURES:
-            entry[name] = _mean_std([m[name] for m in per_seed.values()])
+            entry[name] = mean_std([m[name] for m in per_seed.values()], undefined=None)
         grid.append(entry)
     # the best value in hindsight among those tested at every seed; while the other
     # seeds' values are missing, among the values of the seeds that have most
@@ -199,15 +193,18 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
     for rule, run_dirs in rules.items():
         measures = [test_measures(d) for d in run_dirs if d is not None]
         rule_rows[rule] = dict(run_dirs=run_dirs, seeds=len(measures), **{
-            name: _mean_std([m[name] for m in measures]) for name in MEASURES})
+            name: mean_std([m[name] for m in measures], undefined=None)
+            for name in MEASURES})
     return dict(regime=regime, shares=shares, grid=grid,
                 best={k: dict(index=v['index'], factor=v['factor'], value=v[k][0],
                               seeds=len(v['seeds'])) for k, v in best.items()},
                 rules=rule_rows)
 
 
-def _cell(mean_std):
-    mean, std = mean_std
+def _cell(value):
+    """``mean ± std`` of a :func:`mean_std` pair, ``mean`` without a std, ``-`` without
+    a mean."""
+    mean, std = value
     if mean is None:
         return '-'
     return f'{mean:.3f}' if std is None else f'{mean:.3f} ± {std:.3f}'

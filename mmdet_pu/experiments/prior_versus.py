@@ -22,17 +22,17 @@ paper's criterion, ties to the smaller prior) and its recall band
 Lee & Liu's choice between the provisional and the estimate run (none when neither run
 detects a labeled validation cell); and the sweep value with the best test F1
 (hindsight, not a selection). For the estimate and for that choice, whether it agrees
-with the sweep (:func:`agreement`). Over the seeds: mean ± std (ddof=1) of the test F1
-of each way to the prior and the number of seeds that agree. :func:`write_study` writes
-``results.md`` and ``results.json``.
+with the sweep (:func:`agreement`). Over the seeds: mean ± std (ddof=1; no std for a
+single seed) of the test F1 of each way to the prior and the number of seeds that agree.
+:func:`write_study` writes ``results.md`` and ``results.json``.
 """
 import math
 import os.path as osp
 from typing import Callable, Dict, Optional, Sequence
 
-import numpy as np
-
-from mmdet_pu.evaluation.comparison import load_report, metric
+from mmdet_pu.evaluation.cell_metric import dump_metric
+from mmdet_pu.evaluation.comparison import load_report
+from mmdet_pu.evaluation.statistics import mean_std
 from mmdet_pu.prior.estimate_file import Estimate, read_estimate
 from mmdet_pu.prior.keys import get_key
 from mmdet_pu.prior.selection import (choose, choose_by_pu_criterion, read_val_metrics,
@@ -91,7 +91,7 @@ def run_row(run, prior):
     if metrics is None:
         raise RuntimeError(f'{run.work_dir}: no cell_metrics/val_per_image.json; the '
                            'config must validate at the end of training')
-    value = metric(load_report(run.report), TEST_F1)
+    value = dump_metric(load_report(run.report), TEST_F1)
     return dict(prior=prior, run_dir=run.work_dir, test_f1=math.nan if value is None
                 else float(value), **metrics)
 
@@ -140,16 +140,11 @@ def compare_seed(sweep_rows, estimate_row, provisional, band, f1_tolerance):
         hindsight=dict(prior=hindsight['prior'], test_f1=hindsight['test_f1']))
 
 
-def mean_std(values):
-    values = np.asarray(values, dtype=float)
-    return dict(mean=float(values.mean()),
-                std=float(values.std(ddof=1)) if len(values) > 1 else 0.0)
-
-
 def summarize(per_seed, num_values):
-    """Test F1 mean ± std over the seeds of each way to the prior, with its cost in
-    trainings per seed, and on how many seeds the estimate and the PU-criterion choice
-    agree with the sweep (:func:`agreement`)."""
+    """Test F1 mean ± std over the seeds of each way to the prior (those whose run has
+    a test F1; no std for a single one), with its cost in trainings per seed, and on how
+    many seeds the estimate and the PU-criterion choice agree with the sweep
+    (:func:`agreement`)."""
     ways = (('provisional prior', 1, 'provisional'),
             ('sweep, recall choice', num_values, 'chosen'),
             ('estimate', 2, 'estimate'),
@@ -158,9 +153,11 @@ def summarize(per_seed, num_values):
     seeds = list(per_seed.values())
     test_f1 = {}
     for name, cost, key in ways:
-        values = [s[key]['test_f1'] for s in seeds if s[key] is not None]
+        values = [s[key]['test_f1'] for s in seeds
+                  if s[key] is not None and not math.isnan(s[key]['test_f1'])]
         if values:
-            test_f1[name] = dict(trainings=cost, seeds=len(values), **mean_std(values))
+            mean, std = mean_std(values, undefined=None)
+            test_f1[name] = dict(trainings=cost, seeds=len(values), mean=mean, std=std)
     counts = {key: {flag: sum(bool(s[key] and s[key][flag]) for s in seeds)
                     for flag in ('in_band_value', 'in_band_recall', 'f1_agrees', 'agrees')}
               for key in ('estimate', 'pu_choice')}
@@ -204,8 +201,9 @@ def format_markdown(results):
               '| way to the prior | trainings per seed | seeds | test F1 |',
               '|---|---|---|---|']
     for name, row in summary['test_f1'].items():
+        spread = '' if row['std'] is None else f' ± {row["std"]:.3f}'
         lines.append(f'| {name} | {row["trainings"]} | {row["seeds"]} | '
-                     f'{row["mean"]:.3f} ± {row["std"]:.3f} |')
+                     f'{row["mean"]:.3f}{spread} |')
     lines.append('')
     for key, name in (('estimate', 'The estimate'),
                       ('pu_choice', 'The PU-criterion choice')):

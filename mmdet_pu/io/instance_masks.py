@@ -128,9 +128,24 @@ def instances(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return labels[keep], boxes, centres, areas[keep]
 
 
+def check_percentiles(low: float, high: float) -> Tuple[float, float]:
+    """``(low, high)``, the percentiles of a stretch (:func:`to_uint8`).
+
+    Raises:
+        ValueError: unless ``0 <= low < high <= 100`` (a reversed pair would map every
+            pixel to 0 or 255).
+    """
+    if not 0 <= low < high <= 100:
+        raise ValueError(f'expected percentiles 0 <= LOW < HIGH <= 100, got {low:g} '
+                         f'{high:g}')
+    return low, high
+
+
 def to_uint8(array: np.ndarray, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
     """``array`` as ``uint8``: unchanged when already 8-bit, else stretched linearly so
-    that the ``percentiles`` (low, high) of its values map to 0 and 255 (clipped)."""
+    that the ``percentiles`` (low, high; :func:`check_percentiles`) of its values map to
+    0 and 255 (clipped)."""
+    check_percentiles(*percentiles)
     if array.dtype == np.uint8:
         return array
     values = array.astype(np.float64)

@@ -9,11 +9,10 @@ result becomes the estimate report (:mod:`.estimate_file`). A dense or cascade c
 """
 from typing import List, Optional
 
-import numpy as np
 import torch
 
 from mmdet.registry import DATASETS
-from mmdet_pu.engine.hooks.prior_update_hook import count_annotations
+from mmdet_pu.engine.hooks.prior_update_hook import resolve_anchor_class
 from mmdet_pu.launch import load_config
 from .estimate_file import build_report
 from .estimation import estimate_priors
@@ -30,18 +29,13 @@ def trained_priors(model) -> dict:
 
 
 def anchor_class(cfg, hook: Optional[int], classes: List[str]) -> int:
-    """Index of the multi-class anchor class, as ``PriorUpdateHook`` resolves it (the
-    most annotated class in a config without the hook)."""
+    """Index of the multi-class anchor class, as ``PriorUpdateHook`` resolves it
+    (:func:`~mmdet_pu.engine.hooks.prior_update_hook.resolve_anchor_class`; the most
+    annotated class of the training set in a config without the hook)."""
     chosen = cfg.custom_hooks[hook].get('anchor_class', None) if hook is not None else None
-    if isinstance(chosen, str):
-        if chosen not in classes:
-            raise ValueError(f'custom_hooks.{hook}.anchor_class {chosen!r} is not one of '
-                             f'the classes {tuple(classes)}')
-        return list(classes).index(chosen)
-    if chosen is not None:
-        return int(chosen)
-    counts = count_annotations(DATASETS.build(cfg.train_dataloader.dataset), len(classes))
-    return int(np.argmax(counts))
+    dataset = DATASETS.build(cfg.train_dataloader.dataset) if chosen is None else None
+    key = f'custom_hooks.{hook}.anchor_class' if hook is not None else 'anchor_class'
+    return resolve_anchor_class(chosen, classes, dataset, key)
 
 
 def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',

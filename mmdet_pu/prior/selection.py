@@ -14,7 +14,7 @@ import os.path as osp
 
 import numpy as np
 
-from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.evaluation.cell_metric import dump_metric, report_path
 from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
 from .keys import get_key, type_name
 
@@ -61,15 +61,14 @@ def read_val_metrics(run_dir):
         return None
     with open(path) as f:
         report = json.load(f)
-    head = f'{report["prefix"]}/' if report.get('prefix') else ''
-    values = {k: report['metrics'][head + k] for k in COLUMNS}
+    values = {k: dump_metric(report, k) for k in COLUMNS}
     metrics = {k: float('nan') if v is None else float(v) for k, v in values.items()}
-    tp, fp, fn = (np.array([report['metrics'][f'{head}{name}/{k}']
+    tp, fp, fn = (np.array([dump_metric(report, f'{name}/{k}')
                             for name in report['classes']], dtype=np.int64)
                   for k in ('tp', 'fp', 'fn'))
     metrics['counts'] = dict(tp=tp, detections=tp + fp, num_gt=tp + fn,
                              num_images=len(report['images']))
-    score_thr = report['metrics'].get(head + 'pu_score_thr')
+    score_thr = dump_metric(report, 'pu_score_thr', optional=True)
     metrics['pu_score_thr'] = None if score_thr is None or math.isnan(score_thr) \
         else float(score_thr)
     return metrics

@@ -1,5 +1,7 @@
 """Instance label images -> COCO (``prepare.py masks`` and the ``mnfinder`` preset) on
 small generated label images with known instances."""
+import json
+
 import numpy as np
 import pytest
 import tifffile
@@ -7,7 +9,8 @@ from PIL import Image
 
 from data_prep.prepare import main
 from mmdet_pu.io.instance_masks import (instances, read_intensity_image,
-                                        read_label_image)
+                                        read_label_image, to_uint8)
+from tests._cli import run_script
 from tests.data_prep.raw_fixtures import load_coco, tree_state
 
 SIZE = (96, 80)  # width, height
@@ -239,3 +242,37 @@ def test_mnfinder_preset_holds_out_whole_sets(tmp_path):
         assert val and all(s.startswith('validation-data/') for s in val)
     tile = next(iter(load_coco(out, 'train', 0)[0].values()))
     assert (tile['width'], tile['height']) == (160, 144)  # smaller than a 256 px tile
+
+
+@pytest.mark.parametrize('low, high', [('99', '1'), ('5', '5'), ('1', '101'), ('-1', '50')])
+def test_bad_percentiles_are_an_error_of_the_option(tmp_path, low, high):
+    proc = run_script('data_prep/prepare.py', 'masks', '--images', tmp_path, '--masks',
+                      tmp_path, '--out', tmp_path / 'out', '--percentiles', low, high)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        'prepare.py masks: error: argument --percentiles: expected percentiles 0 <= LOW '
+        f'< HIGH <= 100, got {float(low):g} {float(high):g}')
+    with pytest.raises(ValueError, match='expected percentiles 0 <= LOW < HIGH <= 100'):
+        to_uint8(np.arange(4, dtype=np.uint16), (float(low), float(high)))
+
+
+def test_seed_and_folds_are_refused_where_the_patterns_fix_the_folds(raw, tmp_path):
+    root, _ = raw
+    folds = ('--val-regex', '^b$', '--test-regex', '^c$')
+    for option in (('--n-folds', 2), ('--seed', 3)):
+        with pytest.raises(ValueError, match=f'^{option[0]}: only for the 4:1:1 split; '
+                                             'with --test-regex each pattern is one fold'):
+            run_masks(root, tmp_path / 'out', '--group-regex', r'^(\w)/', *folds, *option)
+    assert not (tmp_path / 'out').exists()
+    run_masks(root, tmp_path / 'out', '--group-regex', r'^\w', '--seed', 3)
+    splits = json.loads((tmp_path / 'out' / 'splits.json').read_text())
+    assert splits['seed'] == 3 and sorted(splits['assignment']) == ['a', 'b', 'c']
+
+
+def test_mnfinder_has_no_seed_or_fold_options(tmp_path):
+    help_text = run_script('data_prep/prepare.py', 'mnfinder', '-h').stdout
+    assert '--percentiles' in help_text
+    assert '--seed' not in help_text and '--n-folds' not in help_text
+    proc = run_script('data_prep/prepare.py', 'mnfinder', '--src', tmp_path, '--out',
+                      tmp_path / 'out', '--n-folds', '5')
+    assert proc.returncode == 2 and 'unrecognized arguments: --n-folds 5' in proc.stderr

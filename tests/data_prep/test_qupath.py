@@ -231,10 +231,11 @@ def test_classes_select_order_and_drop(raw, tmp_path):
     assert summary['raw']['other_class'] == 3  # c1's two and b1's (outside its region)
 
 
-def test_group_regex_keeps_a_slide_in_one_split(raw, tmp_path):
+@pytest.mark.parametrize('regex', [r'^([A-Z])/', r'^[A-Z]'])  # first group, whole match
+def test_group_regex_keeps_a_slide_in_one_split(raw, tmp_path, regex):
     root = raw[0]
     out = tmp_path / 'out'
-    run_prepare('qupath', root, out, '--group-regex', r'^([A-Z])/')
+    run_prepare('qupath', root, out, '--group-regex', regex)
     splits = json.loads((out / 'splits.json').read_text())
     assert sorted(splits['assignment']) == ['A', 'B', 'C', 'D', 'E']
     split_of = {}
@@ -743,8 +744,8 @@ def small_raw(root, features, size=(120, 90)):
     ([cell(point(5, 5), 'tumor')], ('--classes', 'tumor', '--unclassified-class', 'x'),
      r"^--unclassified-class 'x' is not one of --classes \['tumor'\]; add it there"),
     ([cell(point(5, 5), 'tumor')], ('--plane', '0'), r"^--plane '0': expected z,t"),
-    ([cell(point(5, 5), 'tumor')], ('--group-regex', 'x'),
-     r"^--group-regex 'x': needs a group"),
+    ([cell(point(5, 5), 'tumor')], ('--group-regex', 'q*'),
+     r"^--group-regex 'q\*': its match in the image path 'x\.png' is empty"),
     ([cell(point(5, 5), 'tumor')], ('--group-regex', '(q)'),
      r"^--group-regex '\(q\)' does not match the image path 'x\.png'"),
     ([feature(dict(type='Polygon', coordinates=[[[0, 0], ['a', 1], [3, 3]]]))], (),

@@ -1,6 +1,6 @@
 import pytest
 
-from data_prep.splits import split_groups
+from data_prep.splits import compile_group_regex, group_of, split_groups
 
 SLIDES = ['03', '04', '05', '07', '10', '11', '12', '14', '15', '17', '18']
 
@@ -77,3 +77,27 @@ def test_folds_shrink_a_large_validation_share_with_a_warning():
         splits = split_groups([f'g{i}' for i in range(8)], ratios=(1, 9, 1), n_folds=2)
     assert len(splits['val']) == 6
     assert [len(f['test']) for f in splits['folds']] == [1, 1]
+
+
+@pytest.mark.parametrize('regex, key', [
+    (r'^(slide\d+)_', 'slide12'),                # the first group
+    (r'^slide\d+', 'slide12'),                   # no group: the whole match
+    (r'(?:case(\d+))?_(x\d)', None),             # a first group that takes no part
+    (None, 'slide12_x3.png'),                    # no regex: each image its own group
+])
+def test_group_regex_gives_the_first_group_else_the_whole_match(regex, key):
+    pattern = compile_group_regex(regex)
+    if key is None:
+        with pytest.raises(ValueError, match=r"its first group in the image path "
+                                             r"'slide12_x3\.png' is empty"):
+            group_of('slide12_x3.png', pattern)
+    else:
+        assert group_of('slide12_x3.png', pattern) == key
+
+
+def test_group_regex_errors_name_the_option():
+    with pytest.raises(ValueError, match=r"^--group-regex 'slide\(' is not a valid"):
+        compile_group_regex('slide(')
+    with pytest.raises(ValueError, match=r"^--group-regex 'case' does not match the "
+                                         r"image path 'slide1\.png'"):
+        group_of('slide1.png', compile_group_regex('case'))

@@ -85,6 +85,44 @@ def test_instances_keep_extra_fields_and_subset_deletion_matches_export(tmp_path
     assert all(inst['original'] for info in dataset for inst in info['instances'])
 
 
+def test_deletion_draws_among_the_loaded_annotations_as_the_export_does(tmp_path):
+    """Annotations the dataset skips (a degenerate box, an ignored one, a box outside the
+    image, a class the config does not train) are never drawn, and the export keeps
+    them as they are: the same cells remain either way."""
+    make_tiny_coco(tmp_path, n_images=12, num_classes=2, cells_per_image=3)
+    ann_file = tmp_path / 'annotations' / 'train.json'
+    coco = json.loads(ann_file.read_text())
+    skipped = []
+    for image in coco['images']:
+        for extra in (dict(bbox=[5.0, 5.0, 0.5, 10.0]), dict(bbox=[5, 5, 10, 10], ignore=True),
+                      dict(bbox=[500, 500, 10, 10])):
+            extra = dict(extra, id=len(coco['annotations']) + 1, image_id=image['id'],
+                         category_id=1, area=100.0, iscrowd=0, point=[9.0, 9.0])
+            coco['annotations'].insert(0, extra)
+            skipped.append(extra['id'])
+    ann_file.write_text(json.dumps(coco))
+    scheme = dict(type='KeepPerPatch', k=1, seed=0)
+    dataset = _dataset(tmp_path, ann='annotations/train.json', classes=('cell1', ),
+                       deletion=scheme)
+    exported = delete_from_coco(coco, scheme, classes=('cell1', ))
+    exported_ids = {ann['id'] for ann in exported['annotations']}
+    assert set(skipped) <= exported_ids  # left as they were
+    cell1 = [a for a in exported['annotations'] if a['category_id'] == 2]
+    assert sorted((a['image_id'], tuple(a['point'])) for a in cell1) == sorted(
+        (info['img_id'], tuple(inst['point'])) for info in dataset
+        for inst in info['instances'])
+    assert all(len(info['instances']) == 1 for info in dataset
+               if any(a['image_id'] == info['img_id'] and a['category_id'] == 2
+                      for a in coco['annotations']))
+    # every class of the file by default: the cell0 cells are candidates too
+    both = delete_from_coco(coco, scheme)
+    per_image = {}
+    for ann in both['annotations']:
+        if ann['id'] not in skipped:
+            per_image[ann['image_id']] = per_image.get(ann['image_id'], 0) + 1
+    assert set(per_image.values()) == {1}
+
+
 class DeleteAll(DeletionScheme):
     def choose(self, rng, anns):
         return []
@@ -196,6 +234,29 @@ def test_classes_missing_from_the_file_are_an_error(tmp_path):
     assert len(DATASETS.build(dict(cfg, metainfo=dict(classes=('cell0', ))))) == 1
 
 
+def test_classes_in_another_order_than_the_files_are_an_error(tmp_path):
+    """CocoDataset numbers the labels in the order of the file's categories, whatever
+    the order of metainfo.classes: the dataset refuses a config listing them otherwise."""
+    ann_file = make_tiny_coco(tmp_path, n_images=1, size=64, num_classes=2)
+    coco = json.loads(Path(ann_file).read_text())
+    coco['categories'] = [dict(id=1, name='tumor'), dict(id=2, name='lymphocyte')]
+    Path(ann_file).write_text(json.dumps(coco))
+    cfg = dict(data_root=str(tmp_path), ann_file=ann_file,
+               data_prefix=dict(img='images/'), pipeline=[],
+               metainfo=dict(classes=('lymphocyte', 'tumor')))
+    plain = DATASETS.build(dict(cfg, type='CocoDataset'))
+    assert plain.cat2label[1] == 0  # a tumor gets label 0, classes[0] = 'lymphocyte'
+    with pytest.raises(ValueError, match=(
+            r"train\.json: its categories are \('tumor', 'lymphocyte'\) in this order, "
+            r"the config's metainfo\.classes \('lymphocyte', 'tumor'\); .*set "
+            r"metainfo\.classes to \('tumor', 'lymphocyte'\)")):
+        DATASETS.build(dict(cfg, type='CellCocoDataset'))
+    ordered = DATASETS.build(dict(cfg, type='CellCocoDataset',
+                                  metainfo=dict(classes=('tumor', 'lymphocyte'))))
+    labels = [inst['bbox_label'] for inst in ordered[0]['instances']]
+    assert labels == [ann['category_id'] - 1 for ann in coco['annotations']]
+
+
 def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tmp_path):
     deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
     plain = _dataset(synthetic_root, deletion=deletion)
@@ -211,6 +272,33 @@ def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tm
         ([1, 2, 11, 12], 0, True), ([20, 20, 30, 32], 0, True)]
     assert all(with_pseudo[i] == plain[i] for i in range(1, len(plain)))
     pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12]]}}))
-    with pytest.raises(ValueError, match=r'pseudo\.json: images\[.*\] must be a list of '
+    with pytest.raises(ValueError, match=r'pseudo\.json: images\[.*\]\[0\]: expected '
                                          r'\[x1, y1, x2, y2, label\]'):
         _dataset(synthetic_root, pseudo_labels=str(pseudo))
+
+
+@pytest.mark.parametrize('content, message', [
+    ([['a.png', [0, 0, 10, 10, 0]]],
+     r'pseudo\.json: expected \{"images": .*got a JSON list'),
+    ({'images': {'a.png': [0, 0, 10, 10, 0]}},
+     r"pseudo\.json: images\['a\.png'\]\[0\]: expected \[x1, y1, x2, y2, label\]"),
+    ({'images': {'a.png': [[0, 0, 10, 10, 0], [0, 0, 10, 10, 'x']]}},
+     r"pseudo\.json: images\['a\.png'\]\[1\]: expected the label to be a class index "
+     r"in 0\.\.1 \(2 classes .*got 'x'"),
+    ({'images': {'a.png': [[0, 0, 10, 10, 2]]}},
+     r"images\['a\.png'\]\[0\]: expected the label .* in 0\.\.1 .*got 2"),
+    ({'images': {'a.png': [[0, 0, 10, 10, -1]]}}, r'got -1'),
+    ({'images': {'a.png': [[0, 0, 10, 10, 1.0]]}}, r'got 1\.0'),
+    ({'images': {'a.png': [[0, '0', 10, 10, 0]]}},
+     r"images\['a\.png'\]\[0\]: expected \[x1, y1, x2, y2, label\] with numeric "
+     r"coordinates, got \[0, '0', 10, 10, 0\]"),
+    ({'images': {'a.png': [[0, 0, float('nan'), 10, 0]]}}, r'numeric coordinates')])
+def test_pseudo_labels_are_checked_against_the_dataset(tmp_path, content, message):
+    """A malformed entry or a label that is no class of the dataset names the file, the
+    image and the entry before any image is parsed."""
+    make_tiny_coco(tmp_path, n_images=1, size=64, num_classes=2)
+    pseudo = tmp_path / 'pseudo.json'
+    pseudo.write_text(json.dumps(content))
+    with pytest.raises(ValueError, match=message):
+        _dataset(tmp_path, ann='annotations/train.json', classes=('cell0', 'cell1'),
+                 pseudo_labels=str(pseudo))

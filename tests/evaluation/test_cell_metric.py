@@ -12,8 +12,8 @@ from mmdet.registry import METRICS
 from mmdet.structures import DetDataSample
 from mmdet.structures.bbox import HorizontalBoxes
 from mmdet_pu.evaluation import CellDetMetric, count_per_class, match_image
-from mmdet_pu.evaluation.cell_metric import detection_rates
-from mmdet_pu.evaluation.matching import ERROR_KINDS, box_iou, error_kinds
+from mmdet_pu.evaluation.cell_metric import detection_rates, dump_metric
+from mmdet_pu.evaluation.matching import ERROR_KINDS, box_iou, error_kinds, to_numpy
 
 
 def box(x, y, w=10, h=10):
@@ -217,6 +217,34 @@ def test_dump_off_and_build_from_registry(tmp_path):
     evaluator.process(binary_images()[:1])
     evaluator.evaluate(1)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_label_out_of_range_names_the_image():
+    images = [sample([box(0, 0)], [0.9], [0], [box(0, 0)], [0], img_id=1),
+              sample([box(0, 0)], [0.9], [0], [box(0, 0)], [3], img_id=2)]
+    with pytest.raises(ValueError, match=r'^img2\.png: ground-truth label 3 out of range: '
+                                         r'expected 0\.\.1 for 2 classes$'):
+        evaluate(images, classes=('a', 'b'))
+
+
+def test_to_numpy_takes_tensors_boxes_and_arrays():
+    """The one conversion of the metric and the overlays: a tensor that requires grad
+    (detached), mmdet boxes (their tensor) and array-likes."""
+    weights = torch.tensor([[0., 1, 2, 3]], requires_grad=True)
+    np.testing.assert_array_equal(to_numpy(weights * 2), [[0, 2, 4, 6]])
+    np.testing.assert_array_equal(to_numpy(HorizontalBoxes(torch.ones(2, 4))),
+                                  np.ones((2, 4)))
+    assert to_numpy([1, 2]).tolist() == [1, 2]
+
+
+def test_dump_metric_reads_the_prefixed_summary_value():
+    report = dict(prefix='cell', metrics={'cell/a/avg_f1': 0.5, 'cell/ap': None})
+    assert dump_metric(report, 'a/avg_f1') == 0.5
+    assert dump_metric(report, 'ap') is None  # NaN, written as null
+    assert dump_metric(dict(prefix=None, metrics={'ap': 0.25}), 'ap') == 0.25
+    assert dump_metric(report, 'pu_score_thr', optional=True) is None
+    with pytest.raises(KeyError, match='cell/pu_score_thr'):
+        dump_metric(report, 'pu_score_thr')
 
 
 def test_bad_arguments_fail_clearly():

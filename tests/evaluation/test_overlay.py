@@ -14,7 +14,9 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmdet.registry import MODELS
-from mmdet_pu.evaluation.overlay import COLOURS, draw_overlay, overlays_from_dump
+from mmdet_pu.evaluation import CellOverlayHook
+from mmdet_pu.evaluation.overlay import (COLOURS, draw_overlay, overlays_from_dump,
+                                         save_cell_overlays)
 from tests._data import REPO, make_tiny_coco, write_tiny_config
 
 
@@ -83,6 +85,35 @@ def test_overlays_from_prediction_dump(tmp_path):
     with pytest.raises(ValueError, match='img_id 7, which is not an image of'):
         overlays_from_dump(str(tmp_path / 'preds.pkl'), str(tmp_path / 'other.json'),
                            str(out))
+
+
+def test_an_overlay_is_written_completely_or_not_at_all(tmp_path, monkeypatch):
+    """The PNG reads back as drawn (BGR); a write that fails before its final rename
+    leaves the previous overlay as it was and no partial file."""
+    picture = np.zeros((20, 30, 3), np.uint8)
+    picture[..., 2] = 255  # red in BGR
+    paths = save_cell_overlays(str(tmp_path), 'x/img.png', {'cell': picture})
+    assert paths == [str(tmp_path / 'img.png')]
+    np.testing.assert_array_equal(cv2.imread(paths[0]), picture)
+
+    def interrupted(src, dst):
+        raise OSError('interrupted')
+
+    monkeypatch.setattr(os, 'replace', interrupted)
+    with pytest.raises(OSError, match='interrupted'):
+        save_cell_overlays(str(tmp_path), 'x/img.png', {'cell': np.zeros_like(picture)})
+    monkeypatch.undo()
+    np.testing.assert_array_equal(cv2.imread(paths[0]), picture)
+    assert os.listdir(tmp_path) == ['img.png']
+
+
+def test_overlay_interval_must_be_a_positive_integer():
+    """interval=0 would divide by zero at the first test batch."""
+    for interval in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r'CellOverlayHook: interval must be an '
+                                             rf'integer >= 1 .*got {interval!r}'):
+            CellOverlayHook(interval=interval)
+    assert CellOverlayHook(interval=3).interval == 3
 
 
 @pytest.fixture(scope='module')

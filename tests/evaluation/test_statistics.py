@@ -52,3 +52,13 @@ def test_stars_and_mean_std():
     mean, std = mean_std([1.0, 2.0, np.nan, 3.0])
     assert mean == 2.0 and std == 1.0  # sample std, NaN left out
     assert math.isnan(mean_std([1.0])[1])
+
+
+def test_mean_std_of_one_or_no_value_is_undefined_not_zero():
+    """A single seed has no spread: its std is undefined (NaN, or the caller's None),
+    never 0.0; None values count as undefined like NaN."""
+    assert mean_std([0.9], undefined=None) == (0.9, None)
+    assert mean_std([None, 0.5, np.nan, 0.7], undefined=None) == pytest.approx(
+        (0.6, np.std([0.5, 0.7], ddof=1)))
+    assert mean_std([None], undefined=None) == (None, None)
+    assert mean_std([], undefined=None) == (None, None)

@@ -144,8 +144,8 @@ def test_input_errors_are_clear(tmp_path):
     config = tmp_path / 'unfolded.py'
     config.write_text("train_dataloader = dict(dataset=dict(ann_file='annotations/a.json'))")
     proc = cli(str(config), '--seeds', '0', '--folds', '1', '--dry-run')
-    assert proc.returncode == 1 and proc.stderr.startswith(
-        f'[repeat] {config}: --folds needs the training ann_file in an '
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        f'repeat.py: error: {config}: --folds needs the training ann_file in an '
         'annotations/fold<k>/ folder')
     with pytest.raises(ValueError, match=r'set by --folds'):
         repeat.plan_runs(['pu'], [str(REPO / 'configs/pu/mitos14_vgg16_keep1_pu.py')], [0],

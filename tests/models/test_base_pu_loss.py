@@ -77,6 +77,22 @@ def test_one_label_per_score_row(name):
 
 
 @pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('bad', [-1, 255])
+def test_labels_outside_the_classes_and_unlabeled_are_refused(name, bad):
+    """An ignore value as a label (-1, 255) is named, not an out-of-bounds index error
+    (a device-side assert on CUDA); C itself is unlabeled and valid."""
+    num_classes = LOSSES[name][1] - (name in ('PULoss', 'MultiPULoss'))
+    labels = torch.tensor([0, num_classes, 0, num_classes, 0, 0])
+    assert torch.isfinite(build(name)(torch.randn(6, LOSSES[name][1]),
+                                      target(name, labels)))
+    labels[2] = bad
+    with pytest.raises(ValueError, match=rf'^{name}: expected labels in \[0, '
+                                         rf'{num_classes}\] .* got labels from '
+                                         rf'{min(bad, 0)} to {max(bad, num_classes)}; '):
+        build(name)(torch.randn(6, LOSSES[name][1]), target(name, labels))
+
+
+@pytest.mark.parametrize('name', NAMES)
 def test_one_weight_per_score_row(name):
     with pytest.raises(ValueError, match=rf'^{name}: expected 6 label weights \(one per '
                                          rf'row of cls_score\), got 5$'):

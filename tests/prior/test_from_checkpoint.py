@@ -10,7 +10,7 @@ from mmengine.config import Config
 
 from mmdet_pu.launch import build_runner
 from mmdet_pu.prior.estimate_file import format_table, write_estimate
-from mmdet_pu.prior.from_checkpoint import estimate_from_checkpoint
+from mmdet_pu.prior.from_checkpoint import anchor_class, estimate_from_checkpoint
 from mmdet_pu.prior.keys import ROI_PRIOR_KEY, RPN_PRIOR_KEY
 from mmdet_pu.prior.samples import even_indices
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
@@ -27,6 +27,23 @@ def test_even_indices():
     assert even_indices(10) == list(range(10))
     assert even_indices(10, 3) == [0, 4, 9]  # 4.5 rounds to even
     assert even_indices(2, 5) == [0, 1]
+
+
+@pytest.mark.parametrize('value, message', [
+    (-1, r'custom_hooks\.1\.anchor_class: expected a class name or an index in 0\.\.2 '
+         r'.*got -1'),
+    (5, r'custom_hooks\.1\.anchor_class: .*got 5'),
+    ('x', r"custom_hooks\.1\.anchor_class 'x' is not one of")])
+def test_the_anchor_class_is_checked_as_the_hook_checks_it(value, message):
+    """The estimate resolves the anchor as PriorUpdateHook does: an index out of range
+    is refused, not taken from the end (-1) or left to fail later (5 of 3)."""
+    cfg = Config(dict(custom_hooks=[dict(type='EMAHook'),
+                                    dict(type='PriorUpdateHook', anchor_class=value)]))
+    classes = ['cell0', 'cell1', 'cell2']
+    with pytest.raises(ValueError, match=message):
+        anchor_class(cfg, 1, classes)
+    cfg.custom_hooks[1].anchor_class = 'cell2'
+    assert anchor_class(cfg, 1, classes) == 2
 
 
 @pytest.fixture(scope='module')

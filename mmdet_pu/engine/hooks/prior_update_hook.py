@@ -336,24 +336,41 @@ class PriorUpdateHook(Hook):
 
     def _resolve_anchor(self, dataset, classes: Sequence[str]) -> int:
         """Index of the anchor class: the configured one or the most annotated."""
-        if isinstance(self.anchor_class, str):
-            if self.anchor_class not in classes:
-                raise ValueError(f'PriorUpdateHook: anchor_class "{self.anchor_class}" '
-                                 f'is not one of the dataset classes {tuple(classes)}')
-            return classes.index(self.anchor_class)
-        if self.anchor_class is not None:
-            if not 0 <= self.anchor_class < len(classes):
-                raise ValueError(f'PriorUpdateHook: anchor_class index '
-                                 f'{self.anchor_class} is out of range for '
-                                 f'{len(classes)} classes')
-            return int(self.anchor_class)
+        return resolve_anchor_class(self.anchor_class, classes, dataset,
+                                    'PriorUpdateHook: anchor_class')
+
+
+def resolve_anchor_class(anchor_class: Optional[Union[int, str]], classes: Sequence[str],
+                         dataset, key: str) -> int:
+    """Index of the anchor class of multi-class PU learning among ``classes``.
+
+    ``anchor_class`` is a class name, an index in ``[0, C)`` or None: then the class
+    with the most annotations in ``dataset`` (:func:`count_annotations`; the first on a
+    tie, logged with the counts). ``dataset`` is only read for None.
+
+    Raises:
+        ValueError: naming ``key`` (the setting, e.g. ``'PriorUpdateHook:
+            anchor_class'``), for a name that is not one of ``classes``, an index out of
+            range or a value of another type.
+    """
+    classes = list(classes)
+    if isinstance(anchor_class, str):
+        if anchor_class not in classes:
+            raise ValueError(f'{key} {anchor_class!r} is not one of the dataset classes '
+                             f'{tuple(classes)}')
+        return classes.index(anchor_class)
+    if anchor_class is None:
         counts = count_annotations(dataset, len(classes))
         anchor = max(range(len(classes)), key=lambda c: counts[c])
-        print_log(
-            f'PriorUpdateHook: anchor class "{classes[anchor]}" (the most annotated: '
-            f'{dict(zip(classes, counts))}), pi_1 = {self.anchor_prior}',
-            logger='current')
+        print_log(f'{key}: the most annotated class, "{classes[anchor]}" (annotations '
+                  f'{dict(zip(classes, counts))})', logger='current')
         return anchor
+    if isinstance(anchor_class, bool) or not isinstance(anchor_class, int) \
+            or not 0 <= anchor_class < len(classes):
+        raise ValueError(f'{key}: expected a class name or an index in '
+                         f'0..{len(classes) - 1} ({len(classes)} classes '
+                         f'{tuple(classes)}), got {anchor_class!r}')
+    return anchor_class
 
 
 def count_annotations(dataset, num_classes: int) -> List[int]:

@@ -289,7 +289,7 @@ class _FileReader:
         if shape.kind == 'points':
             self.points(shape.points, label, score, context)
         elif object_type == 'annotation':
-            self.annotation_polygons(shape, label, score, context, where)
+            self.annotation_polygons(shape, label, score, context)
         else:
             if object_type == 'cell' and feature.get('nucleusGeometry') is not None:
                 shape = self.nucleus(feature['nucleusGeometry'], shape, where)
@@ -317,7 +317,7 @@ class _FileReader:
             return f'region class {label!r} on a {what}'
         return None
 
-    def annotation_polygons(self, shape, label, score, context, where):
+    def annotation_polygons(self, shape, label, score, context):
         """A cell, or one region or ignored area per polygon, by the class's role."""
         fid, object_type, plane = context
         role = annotation_role(label, self.cell_classes, self.region_classes)

@@ -101,6 +101,25 @@ def nonnegative_risk(positive_risk: Tensor, negative_risk: Tensor,
     return value.detach() + (objective - objective.detach())
 
 
+def check_labels(labels: Tensor, num_classes: int, loss: str) -> None:
+    """Raise a ValueError naming ``loss`` unless every label is in ``[0, C]``: a class
+    index, or ``C`` for unlabeled (background).
+
+    Costs one reduction (``aminmax``) and one read of its two values; on a device that
+    read waits for the labels. Without the check a label outside the range (an ignore
+    value such as -1 or 255) fails inside the indexing with a bare out-of-bounds error,
+    or a device-side assert on CUDA.
+    """
+    if labels.numel() == 0:
+        return
+    low, high = torch.stack(torch.aminmax(labels)).tolist()
+    if low < 0 or high > num_classes:
+        raise ValueError(
+            f'{loss}: expected labels in [0, {num_classes}] (the class index, '
+            f'{num_classes} for unlabeled), got labels from {low} to {high}; mark a '
+            'sample to ignore with label weight 0, not with its label')
+
+
 def check_prior(value, key: str) -> float:
     """``value`` as a float if it is a class prior, 0 < value < 1.
 
@@ -243,8 +262,9 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
 
         Args:
             cls_score (Tensor): ``(N, channels)`` logits (:meth:`score_channels`).
-            target: ``(N,)`` labels, ``C`` (background index) = unlabeled, or the
-                subclass's target (:meth:`split_target`).
+            target: ``(N,)`` labels in ``[0, C]``, ``C`` (background index) =
+                unlabeled, or the subclass's target (:meth:`split_target`); another
+                label is a ValueError (:func:`check_labels`).
             weight (Tensor, optional): ``(N,)`` label weights; 0 ignores a sample.
             avg_factor (float, optional): Ignored, the risk normalises itself.
             reduction_override (str, optional): ``None`` or ``'mean'``.
@@ -269,13 +289,14 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
         if labels.numel() != cls_score.size(0):
             raise ValueError(f'{name}: expected {cls_score.size(0)} labels (one per '
                              f'row of cls_score), got {labels.numel()}')
+        priors = self.class_priors.to(cls_score)
+        check_labels(labels, priors.numel(), name)
         weight = (torch.ones_like(cls_score[:, 0]) if weight is None
                   else weight.reshape(-1).to(cls_score.dtype))
         if weight.numel() != cls_score.size(0):
             raise ValueError(f'{name}: expected {cls_score.size(0)} label weights (one '
                              f'per row of cls_score), got {weight.numel()}')
         h_label, h_bg = self.loss_terms(cls_score, labels, quality)
-        priors = self.class_priors.to(cls_score)
         positive_risk, negative_risk = pu_risk_terms(h_label, h_bg, labels, weight,
                                                      priors, self.estimator)
         self._count_correction(negative_risk)

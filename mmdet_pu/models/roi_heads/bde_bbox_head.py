@@ -35,7 +35,7 @@ class BDEShared2FCBBoxHead(Shared2FCBBoxHead):
     proposals plus the positives and, with ``add_gt_as_proposals``, the annotated
     boxes): an mmdet bbox head never sees the other proposals, and the method bases
     only replace ``bbox_head`` (docs/design.md). docs/method.md#bde-reconstruction
-    describes the reference as all proposals; the sampled ones estimate the same mean distance.
+    states the same reference: the RoIs sampled for the image.
     """
 
     def loss_and_target(self,

@@ -4,10 +4,11 @@ Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
         [--no-self-train | --self-train-loss {pu,own} --final {self-trained,criterion}]
-        [--jobs N]
+        [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
-Trains the config as it is (the provisional detector), estimates each stage's share of
+Trains the config (the provisional detector; a Faster R-CNN with box-fit negatives, which
+``--no-box-fit`` leaves out), estimates each stage's share of
 cells from it on the training split (``tools/estimate_prior.py``; every stage of a
 Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
@@ -55,6 +56,9 @@ def parse_args(argv=None):
                         help='what the fit returns after self-training: the self-trained '
                         'detector (default) or the training with the best criterion among '
                         'all of them')
+    parser.add_argument('--no-box-fit', dest='box_fit', action='store_false',
+                        help='train a Faster R-CNN config without the box-fit negatives '
+                        'the fit otherwise adds to it')
     parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
     parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='passed to every training, test and estimate')
@@ -73,7 +77,7 @@ def main(argv=None):
     summary = fit_prior(args.config, args.work_dir, args.cfg_options, args.seed,
                         args.factors, args.jobs, self_train=args.self_train,
                         self_train_loss=args.self_train_loss,
-                        final=args.final.replace('-', '_'),
+                        final=args.final.replace('-', '_'), box_fit=args.box_fit,
                         echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
           'fit_prior.png and fit_prior.pth')

@@ -2,7 +2,10 @@
 (``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
 synthetic regimes").
 
-In ``<work dir>``:
+Every training of a Faster R-CNN config (one ``Shared2FCBBoxHead``, a ``RandomSampler``)
+learns the box-fit negatives of its labeled cells (:data:`BOX_FIT_OPTIONS`,
+docs/method.md#box-fit-negatives) unless ``box_fit=False``; other detectors train as
+configured. In ``<work dir>``:
 
 1. ``provisional/``: the config trained and tested as it is (its priors are a start);
 2. ``estimate.json``: each stage's share of cells among the samples it draws, estimated
@@ -44,6 +47,7 @@ from typing import Callable, Dict, List, Sequence
 from mmengine.config import Config
 
 from mmdet_pu.evaluation.comparison import load_report
+from mmdet_pu.launch import parse_cfg_options
 from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_options,
                                        estimated_shares, option_strings, stage_estimator)
 from mmdet_pu.prior.estimate_file import main_stage
@@ -65,6 +69,26 @@ SELF_TRAIN_MIN_SCORE = 0.5
 #: the best criterion among all of them.
 FINAL_CHOICES = ('self_trained', 'criterion')
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
+#: The options that give a Faster R-CNN config box-fit negatives (its RoI head learns the
+#: badly fitting boxes of the labeled cells as background).
+BOX_FIT_OPTIONS = ('model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
+                   'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler')
+
+
+def box_fit_options(config: str, cfg_options: Sequence[str] = ()) -> List[str]:
+    """:data:`BOX_FIT_OPTIONS` if ``config`` with ``cfg_options`` is a Faster R-CNN whose
+    RoI head is a ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``; ``[]`` for one
+    that learns box-fit negatives already, and for the others (dense detectors, Cascade
+    R-CNN's list of heads), which have no box-fit head."""
+    cfg = Config.fromfile(config)
+    cfg.merge_from_dict(parse_cfg_options(cfg_options))
+    model = cfg.get('model', {})
+    head = model.get('roi_head', {}).get('bbox_head')
+    rcnn = (model.get('train_cfg') or {}).get('rcnn')
+    sampler = rcnn.get('sampler') if isinstance(rcnn, dict) else None
+    if type_name(head) == 'Shared2FCBBoxHead' and type_name(sampler) == 'RandomSampler':
+        return list(BOX_FIT_OPTIONS)
+    return []
 
 
 def factor_dir(factor: float) -> str:
@@ -165,8 +189,12 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
               self_train: bool = True, echo: Callable[[str], None] = print,
-              self_train_loss: str = 'pu', final: str = 'self_trained') -> dict:
+              self_train_loss: str = 'pu', final: str = 'self_trained',
+              box_fit: bool = True) -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
+
+    ``box_fit``: every training of a Faster R-CNN config learns box-fit negatives
+    (:func:`box_fit_options`, put before ``cfg_options``).
 
     ``self_train_loss``: the self-training round's classification loss, one of
     :data:`SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors (``'pu'``) or
@@ -188,6 +216,11 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         raise ValueError(f'final: expected one of {FINAL_CHOICES}, got {final!r}')
     if self_train:
         check_self_training(config)
+    added = box_fit_options(config, cfg_options) if box_fit else []
+    if added:
+        echo('box-fit negatives in every training: ' + ' '.join(added))
+    given = list(cfg_options)
+    cfg_options = [*added, *given]
     options = [*cfg_options, f'randomness.seed={seed}']
     provisional = Run(config, osp.join(work_dir, 'provisional'), options,
                       name='provisional')
@@ -232,7 +265,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     fit_checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], fit_checkpoint)
     summary = dict(
-        config=config, seed=seed, cfg_options=list(cfg_options), factors=list(factors),
+        config=config, seed=seed, cfg_options=given, box_fit_options=added,
+        factors=list(factors),
         self_train_loss=self_train_loss if self_train else None,
         final=final if self_train else None,
         keys=keys, estimators={
@@ -244,7 +278,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options
-                            if option not in options],
+                            if option not in given and option != options[-1]],
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
     stage = main_stage(report)

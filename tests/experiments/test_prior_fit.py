@@ -22,6 +22,19 @@ def test_command_line_input_errors(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize('config, options, added', [
+    ('synthetic/synthetic_keep1_pu.py', [], True),
+    ('pu/mitos14_vgg16_keep1_pu.py', [], True),
+    ('synthetic/synthetic_keep1_pu.py', list(fit.BOX_FIT_OPTIONS), False),  # has them
+    ('real/mnfinder_keep1_pu_boxfit.py', [], False),
+    ('dense/synthetic_retinanet_keep1_pu.py', [], False),  # no RoI head
+    ('dense/synthetic_cascade-rcnn_keep1_pu.py', [], False),  # a head per stage
+])
+def test_box_fit_negatives_are_added_to_faster_rcnn_configs_only(config, options, added):
+    found = fit.box_fit_options(str(REPO / 'configs' / config), options)
+    assert found == (list(fit.BOX_FIT_OPTIONS) if added else [])
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures('forked_tools')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
@@ -45,6 +58,12 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     shares = estimated_shares(estimate)
     names = [row['name'] for row in summary['trainings']]
     assert names == ['provisional', 'x0.5', 'x2', 'self_trained']
+    # every training learns box-fit negatives (a Faster R-CNN config)
+    assert summary['box_fit_options'] == list(fit.BOX_FIT_OPTIONS)
+    for name in names:
+        options = json.loads((work / name / 'run.json').read_text())['options']
+        assert options[:2] == list(fit.BOX_FIT_OPTIONS)
+    assert summary['chosen_cfg_options'][:2] == list(fit.BOX_FIT_OPTIONS)
     pseudo = json.loads((work / 'pseudo_labels.json').read_text())
     assert pseudo['score_thr'] >= fit.SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2
     assert pseudo['pseudo'] == sum(map(len, pseudo['images'].values()))

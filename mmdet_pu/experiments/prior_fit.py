@@ -77,16 +77,19 @@ BOX_FIT_OPTIONS = ('model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
 
 def box_fit_options(config: str, cfg_options: Sequence[str] = ()) -> List[str]:
     """:data:`BOX_FIT_OPTIONS` if ``config`` with ``cfg_options`` is a Faster R-CNN whose
-    RoI head is a ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``; ``[]`` for one
-    that learns box-fit negatives already, and for the others (dense detectors, Cascade
-    R-CNN's list of heads), which have no box-fit head."""
+    RoI head is a softmax ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``; ``[]``
+    for one that learns box-fit negatives already, and for the others (dense detectors,
+    Cascade R-CNN's list of heads, a sigmoid RoI classifier), which have no box-fit
+    head."""
     cfg = Config.fromfile(config)
     cfg.merge_from_dict(parse_cfg_options(cfg_options))
     model = cfg.get('model', {})
     head = model.get('roi_head', {}).get('bbox_head')
     rcnn = (model.get('train_cfg') or {}).get('rcnn')
     sampler = rcnn.get('sampler') if isinstance(rcnn, dict) else None
-    if type_name(head) == 'Shared2FCBBoxHead' and type_name(sampler) == 'RandomSampler':
+    softmax = isinstance(head, dict) and not head.get('loss_cls', {}).get('use_sigmoid')
+    if (type_name(head) == 'Shared2FCBBoxHead' and softmax
+            and type_name(sampler) == 'RandomSampler'):
         return list(BOX_FIT_OPTIONS)
     return []
 

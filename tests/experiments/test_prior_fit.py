@@ -29,6 +29,9 @@ def test_command_line_input_errors(tmp_path):
     ('real/mnfinder_keep1_pu_boxfit.py', [], False),
     ('dense/synthetic_retinanet_keep1_pu.py', [], False),  # no RoI head
     ('dense/synthetic_cascade-rcnn_keep1_pu.py', [], False),  # a head per stage
+    ('pu/nucls_mpu.py', [], True),  # MultiPULoss: softmax
+    ('synthetic/synthetic_keep1_pu.py',
+     ['model.roi_head.bbox_head.loss_cls.use_sigmoid=True'], False),
 ])
 def test_box_fit_negatives_are_added_to_faster_rcnn_configs_only(config, options, added):
     found = fit.box_fit_options(str(REPO / 'configs' / config), options)

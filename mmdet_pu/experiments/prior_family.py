@@ -12,7 +12,8 @@ For each regime (one config, :data:`REGIMES`), in ``<work dir>/<regime>/``:
   others, the :data:`REPLICATED` values with the best test F1 at the first seed (the
   others are far from the best there and are reported at that seed);
 * ``fit/seed<K>``: the shipped workflow, :func:`~.prior_fit.fit_prior`, on the
-  provisional run of that seed (linked, not trained again).
+  provisional run of that seed (linked, not trained again), on the config as it is
+  (``box_fit=False``: the family compares prior rules on one detector).
 
 Every run is tested on the complete test labels: F1 at 0.5, F1 at the
 validation-chosen threshold and AP. :func:`summarize` reports per regime and grid value
@@ -116,7 +117,7 @@ def run_regime(regime: str, config_dir: str, work_dir: str, seeds: Sequence[int]
         link = osp.join(fit_dir, 'provisional')
         if not osp.lexists(link):
             os.symlink(osp.relpath(run.work_dir, fit_dir), link)
-        fit_prior(config, fit_dir, seed=seed, jobs=jobs, echo=echo)
+        fit_prior(config, fit_dir, seed=seed, jobs=jobs, echo=echo, box_fit=False)
 
 
 def test_measures(run_dir: str) -> dict:

@@ -75,14 +75,19 @@ BOX_FIT_OPTIONS = ('model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
                    'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler')
 
 
-def box_fit_options(config: str, cfg_options: Sequence[str] = ()) -> List[str]:
-    """:data:`BOX_FIT_OPTIONS` if ``config`` with ``cfg_options`` is a Faster R-CNN whose
-    RoI head is a softmax ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``; ``[]``
-    for one that learns box-fit negatives already, and for the others (dense detectors,
-    Cascade R-CNN's list of heads, a sigmoid RoI classifier), which have no box-fit
-    head."""
+def load_fit_config(config: str, cfg_options: Sequence[str] = ()) -> Config:
+    """``config`` with ``cfg_options`` merged: what the fit's trainings start from."""
     cfg = Config.fromfile(config)
     cfg.merge_from_dict(parse_cfg_options(cfg_options))
+    return cfg
+
+
+def box_fit_options(cfg: Config) -> List[str]:
+    """:data:`BOX_FIT_OPTIONS` if ``cfg`` (:func:`load_fit_config`) is a Faster R-CNN
+    whose RoI head is a softmax ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``;
+    ``[]`` for one that learns box-fit negatives already, and for the others (dense
+    detectors, Cascade R-CNN's list of heads, a sigmoid RoI classifier), which have no
+    box-fit head."""
     model = cfg.get('model', {})
     head = model.get('roi_head', {}).get('bbox_head')
     rcnn = (model.get('train_cfg') or {}).get('rcnn')
@@ -113,10 +118,10 @@ def _row(index: int, run: Run, priors: Dict[str, object]) -> dict:
                 counts=val['counts'], test=test, checkpoint=run.last_checkpoint())
 
 
-def check_self_training(config: str) -> None:
-    """ValueError unless the config trains on a ``CellCocoDataset`` (the dataset that
-    takes pseudo-labels)."""
-    dataset = Config.fromfile(config).train_dataloader.dataset
+def check_self_training(cfg: Config, config: str) -> None:
+    """ValueError unless ``cfg`` (:func:`load_fit_config` of ``config``) trains on a
+    ``CellCocoDataset`` (the dataset that takes pseudo-labels)."""
+    dataset = cfg.train_dataloader.dataset
     if type_name(dataset) != 'CellCocoDataset':
         raise ValueError(f'{config}: self-training adds pseudo-labels through '
                          f'CellCocoDataset, but train_dataloader.dataset is a '
@@ -217,14 +222,16 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
                          f'{self_train_loss!r}')
     if final not in FINAL_CHOICES:
         raise ValueError(f'final: expected one of {FINAL_CHOICES}, got {final!r}')
+    cfg = load_fit_config(config, cfg_options)
     if self_train:
-        check_self_training(config)
-    added = box_fit_options(config, cfg_options) if box_fit else []
+        check_self_training(cfg, config)
+    added = box_fit_options(cfg) if box_fit else []
     if added:
         echo('box-fit negatives in every training: ' + ' '.join(added))
     given = list(cfg_options)
     cfg_options = [*added, *given]
-    options = [*cfg_options, f'randomness.seed={seed}']
+    seed_option = f'randomness.seed={seed}'
+    options = [*cfg_options, seed_option]
     provisional = Run(config, osp.join(work_dir, 'provisional'), options,
                       name='provisional')
     echo('training 1: the provisional detector (the config\'s priors)')
@@ -238,7 +245,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     shares = estimated_shares(report)
     candidates = {factor: candidate_options(report, factor) for factor in factors}
     runs = {factor: Run(config, osp.join(work_dir, factor_dir(factor)),
-                        [*cfg_options, *option_strings(opts), f'randomness.seed={seed}'],
+                        [*cfg_options, *option_strings(opts), seed_option],
                         name=factor_dir(factor))
             for factor, opts in candidates.items()}
     echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
@@ -281,7 +288,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options
-                            if option not in given and option != options[-1]],
+                            if option not in (*given, seed_option)],
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
     stage = main_stage(report)

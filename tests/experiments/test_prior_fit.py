@@ -34,8 +34,22 @@ def test_command_line_input_errors(tmp_path):
      ['model.roi_head.bbox_head.loss_cls.use_sigmoid=True'], False),
 ])
 def test_box_fit_negatives_are_added_to_faster_rcnn_configs_only(config, options, added):
-    found = fit.box_fit_options(str(REPO / 'configs' / config), options)
+    found = fit.box_fit_options(fit.load_fit_config(str(REPO / 'configs' / config), options))
     assert found == (list(fit.BOX_FIT_OPTIONS) if added else [])
+
+
+def test_self_training_needs_a_cell_dataset_after_the_options(tmp_path):
+    """The check reads the config with the fit's options: a CocoDataset is refused
+    before any training, and the option that makes it a CellCocoDataset is honoured."""
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=1, size=64)
+    config = write_tiny_config(tmp_path / 'ce_tiny.py', data_root)
+    work = tmp_path / 'fit'
+    with pytest.raises(ValueError, match='train_dataloader.dataset is a CocoDataset'):
+        fit.fit_prior(str(config), str(work), echo=lambda msg: None)
+    assert not work.exists()
+    cell = fit.load_fit_config(str(config), ['train_dataloader.dataset.type=CellCocoDataset'])
+    fit.check_self_training(cell, str(config))
 
 
 @pytest.mark.slow

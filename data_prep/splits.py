@@ -4,6 +4,7 @@ The paper splits 4:1:1 by slide/case/image and, for MITOS-ATYPIA-14 and CRCHisto
 5-fold cross-validation with a fixed validation set (Section 3.1): one sixth of the
 groups is the validation set of every fold, the other groups are cut into 5 parts and
 fold ``k`` tests on part ``k`` and trains on the other four (4:1:1 again).
+:func:`fold_ratios` gives the ratios of any number of folds with that validation share.
 
 Small datasets: every split needs at least one group, so a plain split needs 3 groups
 and ``n`` folds need ``n + 1`` (one validation group and one test group per fold); fewer
@@ -21,16 +22,35 @@ import warnings
 import numpy as np
 
 SPLITS = ('train', 'val', 'test')
+#: ``(train, val, test)`` of the paper's plain split and of its 5 folds.
+PLAIN_RATIOS = (4, 1, 1)
 
 
-def split_groups(groups, ratios=(4, 1, 1), seed=0, n_folds=5):
+def fold_ratios(n_folds):
+    """``(train, val, test)`` ratios of :func:`split_groups` for ``n_folds`` folds.
+
+    One fold is the plain 4:1:1 split. ``K > 1`` folds give ``(K - 1, K / 5, 1)``: the
+    validation set keeps the paper's sixth of the groups whatever ``K`` and fold ``k``
+    tests on the ``k``-th of ``K`` parts of the other five sixths (5 folds: 4:1:1).
+
+    Raises:
+        ValueError: ``n_folds < 1``.
+    """
+    if n_folds < 1:
+        raise ValueError(f'n_folds must be >= 1, got {n_folds}')
+    if n_folds == 1:
+        return PLAIN_RATIOS
+    return (n_folds - 1, n_folds / 5, 1)
+
+
+def split_groups(groups, ratios=PLAIN_RATIOS, seed=0, n_folds=5):
     """Assign groups to train/val/test, deterministically by ``seed``.
 
     Args:
         groups: group keys (duplicates are ignored; the input order does not matter).
         ratios: ``(train, val, test)`` proportions. With ``n_folds > 1`` the test share
             is one fold of the non-validation groups, so ``train`` must equal
-            ``(n_folds - 1) * test``.
+            ``(n_folds - 1) * test`` (:func:`fold_ratios` gives such ratios).
         seed: seed of the permutation.
         n_folds: number of cross-validation folds; 1 gives a single plain split.
 

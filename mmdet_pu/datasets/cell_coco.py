@@ -62,10 +62,13 @@ def _is_number(value):
 
 def _check_pseudo_cell(cell, num_classes, where):
     """Raise a ValueError naming ``where`` unless ``cell`` is ``[x1, y1, x2, y2, label]``
-    of finite numbers and an integer ``label`` in ``[0, num_classes)``."""
+    of finite numbers with ``x1 < x2``, ``y1 < y2`` and an integer ``label`` in
+    ``[0, num_classes)``."""
     if not (isinstance(cell, list) and len(cell) == 5 and all(map(_is_number, cell[:4]))):
         raise ValueError(f'{where}: expected [x1, y1, x2, y2, label] with numeric '
                          f'coordinates, got {cell!r}')
+    if not (cell[0] < cell[2] and cell[1] < cell[3]):
+        raise ValueError(f'{where}: expected a box with x1 < x2 and y1 < y2, got {cell!r}')
     label = cell[4]
     if isinstance(label, bool) or not isinstance(label, int) \
             or not 0 <= label < num_classes:
@@ -153,6 +156,7 @@ class CellCocoDataset(CocoDataset):
                                                 len(self.metainfo['classes']))
         data_list = super().load_data_list()
         self._check_classes()
+        self._check_pseudo_images(data_list)
         if 'mpp' not in self._metainfo:  # the config's metainfo wins
             mpp = self._training_mpp(self._image_mpps)
             if mpp is not None:
@@ -222,10 +226,32 @@ class CellCocoDataset(CocoDataset):
         if self.deletion is not None and anns:
             anns = [anns[i] for i in self.deletion.keep(img_info['file_name'], anns)]
         data_info['instances'] = [self._instance(ann) for ann in anns]
-        for *bbox, label in self.pseudo_labels.get(img_info['file_name'], ()):
-            data_info['instances'].append(dict(bbox=list(bbox), bbox_label=int(label),
-                                               ignore_flag=0, pseudo=True))
+        data_info['instances'] += self._pseudo_instances(img_info['file_name'], width,
+                                                         height)
         return data_info
+
+    def _check_pseudo_images(self, data_list):
+        """ValueError naming the pseudo-label file if it names images that the
+        annotation file does not hold (its keys are the images' ``file_name``)."""
+        unknown = set(self.pseudo_labels) - {info['file_name'] for info in data_list}
+        if unknown:
+            raise ValueError(
+                f'{self.pseudo_label_file}: {len(unknown)} image(s) not in '
+                f'{self.ann_file}, e.g. {sorted(unknown)[:3]}; expected the file_name of '
+                'that file\'s images')
+
+    def _pseudo_instances(self, name, width, height):
+        """The pseudo-labeled cells of image ``name`` as instances; ValueError naming
+        the file and the entry for a box outside the ``width`` x ``height`` image."""
+        instances = []
+        for i, (*bbox, label) in enumerate(self.pseudo_labels.get(name, ())):
+            x1, y1, x2, y2 = bbox
+            if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:
+                raise ValueError(f'{self.pseudo_label_file}: images[{name!r}][{i}]: box '
+                                 f'{bbox} lies outside the {width}x{height} image')
+            instances.append(dict(bbox=list(bbox), bbox_label=int(label), ignore_flag=0,
+                                  pseudo=True))
+        return instances
 
     def _instance(self, ann):
         x1, y1, w, h = ann['bbox']

@@ -48,8 +48,9 @@ from mmengine.config import Config
 
 from mmdet_pu.evaluation.comparison import load_report
 from mmdet_pu.launch import parse_cfg_options
-from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_options,
-                                       estimated_shares, option_strings, stage_estimator)
+from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_keys,
+                                       candidate_options, estimated_shares, option_strings,
+                                       stage_estimator)
 from mmdet_pu.prior.estimate_file import main_stage
 from mmdet_pu.prior.keys import type_name
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
@@ -128,6 +129,19 @@ def check_self_training(cfg: Config, config: str) -> None:
                          f'{type_name(dataset)}; train without it (--no-self-train)')
 
 
+def check_pseudo_source(pseudo: str, checkpoint: str) -> None:
+    """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
+    another checkpoint than ``checkpoint`` (a fit resumed with other choices)."""
+    if not osp.isfile(pseudo):
+        return
+    with open(pseudo) as f:
+        source = json.load(f).get('checkpoint')
+    if source is None or osp.abspath(source) != osp.abspath(checkpoint):
+        raise ValueError(f'{pseudo} holds the pseudo-labels of {source}, but this fit '
+                         f'self-trains from {checkpoint}; use another --work-dir, or '
+                         'remove that file and the self_trained folder beside it')
+
+
 def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
                       echo: Callable[[str], None], loss: str = 'pu') -> Run:
     """The training on the labels plus ``chosen``'s pseudo-labels (``options``: the
@@ -136,6 +150,7 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen
     (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
     inside them (the priors)."""
     pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
+    check_pseudo_source(pseudo, chosen['checkpoint'])
     if not osp.isfile(pseudo):
         score_thr = max(SELF_TRAIN_MIN_SCORE, chosen['val_score_thr'] or 0.0)
         found = write_pseudo_labels(config, chosen['checkpoint'], pseudo, options,
@@ -251,7 +266,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
     run_all(list(runs.values()), jobs=jobs, echo=echo)
 
-    keys = {name: stage['key'] for name, stage in report['stages'].items()}
+    keys = candidate_keys(report)
     rows = [_row(0, provisional, dict(report['trained_with']))]
     rows += [_row(i, run, {stage: candidates[factor].get(key)
                            for stage, key in keys.items()})
@@ -288,7 +303,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options
-                            if option not in (*given, seed_option)],
+                            if option != seed_option],
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
     stage = main_stage(report)

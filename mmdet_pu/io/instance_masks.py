@@ -6,11 +6,15 @@ images they annotate.
   packed in named channels (``channels='GB'``: ``id = G * 256 + B``; with an alpha
   channel, pixels of alpha 0 are background whatever their colour);
 * :func:`instances` -- each id's bounding box, centre point and area;
+* :func:`id_pieces`, :func:`check_instance_ids` -- the 8-connected pieces of each id, and
+  the refusal of binary or semantic masks (two pieces per id or more);
 * :func:`read_intensity_image` -- an 8-bit RGB view of a grey or colour image of any bit
   depth (images of more than 8 bits are stretched between two percentiles).
 
-Most public nuclei datasets (MoNuSeg, CoNSeP, PanNuke, Lizard, DSB 2018, mnfinder, ...)
-ship such label images; ``data_prep/prepare.py masks`` converts them.
+``data_prep/prepare.py masks`` converts them. mnfinder ships such label images; most
+other public nuclei datasets must first be exported to them (PNG or TIFF): MoNuSeg
+(XML polygons), CoNSeP and Lizard (``.mat``), PanNuke (``.npy``), DSB 2018 (one PNG per
+nucleus, to merge). TIFFs must hold one page: a stack is an error.
 """
 from pathlib import Path
 from typing import Optional, Tuple
@@ -26,19 +30,40 @@ STRETCH_PERCENTILES = (0.1, 99.9)
 
 
 def _read_array(path: Path) -> np.ndarray:
-    """The pixels of ``path`` as stored: TIFFs through tifffile (first page), other
-    formats through Pillow (a palette image gives its indices)."""
+    """The pixels of ``path`` as stored: TIFFs through tifffile (one page), other
+    formats through Pillow (a palette image gives its indices).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: an unreadable file, or a TIFF stack (its first image of several
+            pages; reduced-resolution levels and thumbnails do not count).
+    """
     try:
         if path.suffix.lower() in TIFF_SUFFIXES:
-            import tifffile
-            return np.asarray(tifffile.imread(path, key=0))
-        from PIL import Image
-        with Image.open(path) as image:
-            return np.asarray(image)
+            pages, axes, array = _read_tiff(path)
+        else:
+            from PIL import Image
+            with Image.open(path) as image:
+                return np.asarray(image)
     except FileNotFoundError:
         raise FileNotFoundError(f'{path}: image file not found') from None
     except Exception as err:  # Pillow and tifffile raise many kinds for broken files
         raise ValueError(f'{path}: cannot be read as an image ({err})') from err
+    if pages > 1:
+        raise ValueError(f'{path}: a TIFF stack of {pages} pages (axes {axes}); expected '
+                         'one 2-D image per file (one page): save each plane as its own '
+                         'file')
+    return array
+
+
+def _read_tiff(path: Path) -> Tuple[int, str, Optional[np.ndarray]]:
+    """``(pages, axes, pixels)`` of the first image series of a TIFF; ``pixels`` are
+    read only when it has one page."""
+    import tifffile
+    with tifffile.TiffFile(path) as tiff:
+        series = tiff.series[0]
+        pages = len(series.pages)
+        return pages, series.axes, series.asarray() if pages == 1 else None
 
 
 def parse_channels(text: Optional[str]) -> Optional[str]:
@@ -126,6 +151,42 @@ def instances(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     centres = np.stack([np.clip(cx, x1, x2 - 1e-3), np.clip(cy, y1, y2 - 1e-3)],
                        axis=1)[keep]
     return labels[keep], boxes, centres, areas[keep]
+
+
+def id_pieces(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(labels, pieces)``: every non-zero id in increasing order (as :func:`instances`)
+    and the number of 8-connected pieces its pixels form."""
+    from scipy import ndimage
+    labels = np.unique(ids)
+    labels = labels[labels != 0]
+    index = np.where(ids > 0, np.searchsorted(labels, ids) + 1, 0)
+    eight = np.ones((3, 3), dtype=bool)
+    pieces = [ndimage.label(index[box] == k, structure=eight)[1]
+              for k, box in enumerate(ndimage.find_objects(index), start=1)]
+    return labels, np.array(pieces, dtype=np.int64)
+
+
+def check_instance_ids(path, ids: np.ndarray) -> int:
+    """The number of ids of the label image ``path`` that are in several 8-connected
+    pieces (each such id stays one instance).
+
+    Raises:
+        ValueError: the ids form twice as many pieces as there are ids, or more (an only
+            id in two pieces, say): a binary or semantic mask (one value per class), not
+            instance ids. Instance labels stay far below: mnfinder's worst image has 19
+            of its 39 ids in two pieces, 1.5 pieces per id.
+    """
+    labels, pieces = id_pieces(ids)
+    in_pieces = int(np.count_nonzero(pieces > 1))
+    if len(labels) and pieces.sum() >= 2 * len(labels):
+        worst = int(np.argmax(pieces))
+        raise ValueError(
+            f'{path}: {in_pieces} of its {len(labels)} id(s) are in several separate '
+            f'pieces (id {labels[worst]}: {pieces[worst]} pieces); this looks like a '
+            'binary or semantic mask, but instance ids are expected (one integer per '
+            'nucleus, 0 for background). Convert it first, e.g. label its connected '
+            'components with scipy.ndimage.label or skimage.measure.label')
+    return in_pieces
 
 
 def check_percentiles(low: float, high: float) -> Tuple[float, float]:

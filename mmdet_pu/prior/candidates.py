@@ -6,6 +6,8 @@ The prior fit and the family of synthetic regimes train them (``tools/fit_prior.
 import json
 from typing import Dict, List, Optional
 
+from .keys import ROI_PRIORS_KEY
+
 #: The RoI head's estimator of the share of cells and its fallback.
 ROI_ESTIMATOR, ROI_FALLBACK = 'bbe', 'label_frequency'
 RPN_ESTIMATOR = 'label_frequency'
@@ -66,15 +68,32 @@ def _round(name: str, value: float) -> float:
     return round(value, 4) if name == 'roi' else float(f'{value:.4g}')
 
 
+def candidate_keys(report: dict) -> Dict[str, Optional[str]]:
+    """``{stage: key}``: where a candidate sets each stage's prior. A stage's report key,
+    except in a multi-class report of a config with a ``PriorUpdateHook`` whose options
+    remove the hook (``custom_hooks=[]``) and fix the class priors: its RoI stage then
+    trains at the ``MultiPULoss`` priors, which the candidate scales (the hook's
+    ``anchor_prior`` no longer exists)."""
+    keys = {name: stage['key'] for name, stage in report['stages'].items()}
+    option_keys = [option.split('=', 1)[0] for option in report['cfg_options']]
+    if 'roi' in keys and 'custom_hooks=[]' in report['cfg_options'] \
+            and ROI_PRIORS_KEY in option_keys:
+        keys['roi'] = ROI_PRIORS_KEY
+    return keys
+
+
 def candidate_options(report: dict, factor: float, shares: Optional[dict] = None,
                       rpn_digits: int = 5) -> Dict[str, object]:
     """``{key: value}`` that train every stage at ``factor`` times its share (in odds;
     default :func:`estimated_shares`; the class priors rounded by :func:`_round`, the
-    RPN's to ``rpn_digits`` decimals), plus the report's other options (e.g.
-    ``custom_hooks=[]``, which leaves out a multi-class update rule: the class priors
-    are fixed)."""
+    RPN's to ``rpn_digits`` decimals) at :func:`candidate_keys`, plus the report's
+    other options (e.g. ``custom_hooks=[]``, which leaves out a multi-class update rule:
+    the class priors are fixed). A multi-class update rule kept in the config gets its
+    anchor class's share as ``anchor_prior``."""
     shares = shares or estimated_shares(report)
-    keys = {name: stage['key'] for name, stage in report['stages'].items()}
+    keys = candidate_keys(report)
+    anchor = report['classes'].index(report['anchor_class']) \
+        if report.get('anchor_class') else 0
     options = {}
     for option in report['cfg_options']:
         key, value = option.split('=', 1)
@@ -91,7 +110,7 @@ def candidate_options(report: dict, factor: float, shares: Optional[dict] = None
         if len(values) > 1 and sum(values) > MAX_TOTAL_PRIOR:
             values = [value * MAX_TOTAL_PRIOR / sum(values) for value in values]
         values = [_round(name, value) for value in values]
-        options[key] = values if key.endswith('.priors') else values[0]
+        options[key] = values if key.endswith('.priors') else values[anchor]
     return options
 
 

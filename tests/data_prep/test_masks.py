@@ -7,8 +7,9 @@ import pytest
 import tifffile
 from PIL import Image
 
+from data_prep.masks import find_pairs, load_pair
 from data_prep.prepare import main
-from mmdet_pu.io.instance_masks import (instances, read_intensity_image,
+from mmdet_pu.io.instance_masks import (id_pieces, instances, read_intensity_image,
                                         read_label_image, to_uint8)
 from tests._cli import run_script
 from tests.data_prep.raw_fixtures import load_coco, tree_state
@@ -100,7 +101,7 @@ def test_every_instance_becomes_its_box_and_centre(converted):
         for ann in anns:
             found.setdefault(images[ann['image_id']]['source'], []).append(ann)
     assert summary['raw'] == dict(images=7, instances=sum(map(len, truth.values())),
-                                  empty_masks=1)
+                                  empty_masks=1, ids_in_pieces=0)
     for source, boxes in truth.items():
         anns = found.get(source, [])
         assert sorted(a['bbox'] for a in anns) == sorted(
@@ -210,6 +211,117 @@ def test_pieces_of_one_id_are_one_instance_and_touching_ids_two():
     assert centres[1].tolist() == [1.5, 6.5]
 
 
+def test_pieces_are_eight_connected():
+    ids = np.zeros((10, 10), np.int64)
+    ids[0:2, 0:2] = 1
+    ids[2:4, 2:4] = 1  # touches the first piece at a corner: one piece
+    ids[6:8, 0:2] = 2
+    ids[6:8, 5:7] = 2  # a gap: two pieces
+    ids[9, 9] = 7
+    labels, pieces = id_pieces(ids)
+    assert labels.tolist() == [1, 2, 7] and pieces.tolist() == [1, 2, 1]
+
+
+def blobs(value, *more):
+    """(20, 20) ids: two separate squares of ``value``, then one square per ``more``."""
+    ids = np.zeros((20, 20), np.int64)
+    ids[1:4, 1:4] = value
+    ids[10:14, 10:14] = value
+    for k, v in enumerate(more):
+        ids[16:19, 3 * k:3 * k + 2] = v
+    return ids
+
+
+@pytest.mark.parametrize('ids, in_pieces', [
+    (blobs(255), '1 of its 1 id'),                  # binary 0/255 mask, two nuclei
+    (blobs(1, 2, 2), '2 of its 2 id'),              # semantic: every class in pieces
+    (blobs(1, 2, 2, 2, 3), '2 of its 3 id'),        # 6 pieces for 3 ids
+])
+def test_binary_or_semantic_mask_is_an_error_naming_the_file(tmp_path, ids, in_pieces):
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids)
+    with pytest.raises(ValueError, match=rf'masks/im\.png: {in_pieces}\(s\) are in several '
+                                         r'separate pieces .*binary or semantic mask.*'
+                                         'instance ids are expected.*connected components'):
+        load_pair('im.tif', tmp_path / 'images' / 'im.tif', tmp_path / 'masks' / 'im.png',
+                  'im')
+
+
+def test_an_occasional_id_in_pieces_is_one_nucleus_and_counted(tmp_path):
+    ids = blobs(1, 2, 3)  # id 1 in two pieces, ids 2 and 3 whole
+    for group in 'abc':
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids)
+    summary = run_masks(tmp_path, tmp_path / 'out', '--tile', 0, '--group-regex', r'^(\w)/')
+    assert summary['raw'] == dict(images=3, instances=9, empty_masks=0, ids_in_pieces=3)
+    # two of three ids in two pieces (5 pieces for 3 ids) is still an instance image
+    write_pair(tmp_path / 'images' / 'd', tmp_path / 'masks' / 'd', 'im', blobs(1, 2, 3, 3))
+    summary = run_masks(tmp_path, tmp_path / 'out2', '--tile', 0, '--group-regex', r'^(\w)/')
+    assert summary['raw']['ids_in_pieces'] == 5
+
+
+def test_n_folds_three_tests_every_other_group_once(tmp_path):
+    ids = np.zeros((16, 16), np.int64)
+    ids[4:9, 4:9] = 1
+    groups = 'abcdefgh'
+    for group in groups:
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids)
+    run_masks(tmp_path, tmp_path / 'out', '--tile', 0, '--group-regex', r'^(\w)/',
+              '--n-folds', 3)
+    splits = json.loads((tmp_path / 'out' / 'splits.json').read_text())
+    assert splits['n_folds'] == 3 and len(splits['val']) == 1
+    tested = []
+    for fold in range(3):
+        tests = {im['source'][0] for im in load_coco(tmp_path / 'out', 'test', fold)[0].values()}
+        vals = {im['source'][0] for im in load_coco(tmp_path / 'out', 'val', fold)[0].values()}
+        assert tests and vals == set(splits['val'])
+        tested += sorted(tests)
+    assert sorted(tested) == sorted(set(groups) - set(splits['val']))
+
+
+def test_mask_suffixes_match_in_any_case(tmp_path):
+    ids, _ = label_image(np.random.default_rng(6))
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids)
+    (tmp_path / 'masks' / 'im.png').rename(tmp_path / 'masks' / 'im.PNG')
+    assert find_pairs(tmp_path / 'images', tmp_path / 'masks') == [
+        ('im.tif', tmp_path / 'images' / 'im.tif', tmp_path / 'masks' / 'im.PNG')]
+
+
+def test_masks_folder_inside_images_is_not_searched_for_images(tmp_path):
+    ids, _ = label_image(np.random.default_rng(7))
+    write_pair(tmp_path / 'images', tmp_path / 'images' / 'masks', 'im', ids)
+    assert [source for source, *_ in find_pairs(tmp_path / 'images',
+                                                tmp_path / 'images' / 'masks')] == ['im.tif']
+    # one folder for both: the file taken as the image is not a label image
+    (tmp_path / 'images' / 'masks' / 'im.png').rename(tmp_path / 'images' / 'im.png')
+    assert find_pairs(tmp_path / 'images', tmp_path / 'images', '.tif') == [
+        ('im.tif', tmp_path / 'images' / 'im.tif', tmp_path / 'images' / 'im.png')]
+
+
+def test_label_image_without_image_is_an_error_naming_it(tmp_path):
+    ids, _ = label_image(np.random.default_rng(8))
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'im', ids)
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'other', ids, image_suffix='.png')
+    (tmp_path / 'masks' / 'other.png').rename(tmp_path / 'masks' / 'other_mask.png')
+    with pytest.raises(ValueError, match=r'other\.png: no label image'):
+        find_pairs(tmp_path / 'images', tmp_path / 'masks')
+    (tmp_path / 'images' / 'other.png').unlink()
+    with pytest.raises(ValueError, match=r'^1 label image\(s\) without an image: '
+                                         r'\S*masks/other_mask\.png; expected an image'):
+        find_pairs(tmp_path / 'images', tmp_path / 'masks')
+    # a label image whose image --image-suffix leaves out is not unpaired
+    (tmp_path / 'masks' / 'other_mask.png').rename(tmp_path / 'masks' / 'other.png')
+    write_pair(tmp_path / 'images', tmp_path / 'masks', 'other', ids, image_suffix='.png')
+    assert len(find_pairs(tmp_path / 'images', tmp_path / 'masks', '.tif')) == 1
+
+
+def test_tiff_stack_is_an_error(tmp_path):
+    tifffile.imwrite(tmp_path / 'stack.tif', np.ones((3, 8, 8), np.uint16),
+                     photometric='minisblack')
+    for read in (read_label_image, read_intensity_image):
+        with pytest.raises(ValueError, match=r'stack\.tif: a TIFF stack of 3 pages '
+                                             r'\(axes QYX\); expected one 2-D image'):
+            read(tmp_path / 'stack.tif')
+
+
 def make_mnfinder(root):
     """A miniature of the unzipped wheel: three sets over the three split folders."""
     rng = np.random.default_rng(5)
@@ -260,7 +372,7 @@ def test_seed_and_folds_are_refused_where_the_patterns_fix_the_folds(raw, tmp_pa
     root, _ = raw
     folds = ('--val-regex', '^b$', '--test-regex', '^c$')
     for option in (('--n-folds', 2), ('--seed', 3)):
-        with pytest.raises(ValueError, match=f'^{option[0]}: only for the 4:1:1 split; '
+        with pytest.raises(ValueError, match=f'^{option[0]}: only for the random split; '
                                              'with --test-regex each pattern is one fold'):
             run_masks(root, tmp_path / 'out', '--group-regex', r'^(\w)/', *folds, *option)
     assert not (tmp_path / 'out').exists()

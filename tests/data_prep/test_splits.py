@@ -1,6 +1,6 @@
 import pytest
 
-from data_prep.splits import compile_group_regex, group_of, split_groups
+from data_prep.splits import compile_group_regex, fold_ratios, group_of, split_groups
 
 SLIDES = ['03', '04', '05', '07', '10', '11', '12', '14', '15', '17', '18']
 
@@ -18,6 +18,22 @@ def test_five_folds_with_a_fixed_validation_set():
     for group, per_fold in splits['assignment'].items():
         assert len(per_fold) == 5
         assert (per_fold == ['val'] * 5) == (group in splits['val'])
+
+
+@pytest.mark.parametrize('n_folds', [2, 3, 4, 5, 7])
+def test_fold_ratios_fit_any_fold_count_with_a_sixth_validating(n_folds, recwarn):
+    groups = [f'g{i:02d}' for i in range(30)]
+    splits = split_groups(groups, ratios=fold_ratios(n_folds), n_folds=n_folds)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert len(splits['val']) == 5 and len(splits['folds']) == n_folds
+    tests = sorted(g for fold in splits['folds'] for g in fold['test'])
+    assert tests == sorted(set(groups) - set(splits['val']))  # each tested exactly once
+
+
+def test_fold_ratios_of_one_and_five_folds_are_the_papers():
+    assert fold_ratios(1) == fold_ratios(5) == (4, 1, 1)
+    with pytest.raises(ValueError, match='n_folds must be >= 1, got 0'):
+        fold_ratios(0)
 
 
 def test_plain_split_is_4_1_1():

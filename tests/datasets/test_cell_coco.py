@@ -275,6 +275,16 @@ def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tm
     with pytest.raises(ValueError, match=r'pseudo\.json: images\[.*\]\[0\]: expected '
                                          r'\[x1, y1, x2, y2, label\]'):
         _dataset(synthetic_root, pseudo_labels=str(pseudo))
+    # a key that is no image of the annotation file, a box outside its image
+    pseudo.write_text(json.dumps({'images': {'images/' + name: [[1, 2, 11, 12, 0]]}}))
+    with pytest.raises(ValueError, match=r"pseudo\.json: 1 image\(s\) not in .*train\.json"
+                                         r", e\.g\. \['images/"):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo))
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0],
+                                                    [200, 200, 300, 300, 0]]}}))
+    with pytest.raises(ValueError, match=r"images\['.*'\]\[1\]: box \[200, 200, 300, 300\] "
+                                         r'lies outside the 128x128 image'):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo))
 
 
 @pytest.mark.parametrize('content, message', [
@@ -292,7 +302,10 @@ def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tm
     ({'images': {'a.png': [[0, '0', 10, 10, 0]]}},
      r"images\['a\.png'\]\[0\]: expected \[x1, y1, x2, y2, label\] with numeric "
      r"coordinates, got \[0, '0', 10, 10, 0\]"),
-    ({'images': {'a.png': [[0, 0, float('nan'), 10, 0]]}}, r'numeric coordinates')])
+    ({'images': {'a.png': [[0, 0, float('nan'), 10, 0]]}}, r'numeric coordinates'),
+    ({'images': {'a.png': [[50, 50, 20, 20, 0]]}},
+     r"images\['a\.png'\]\[0\]: expected a box with x1 < x2 and y1 < y2, got \[50, 50, "
+     r'20, 20, 0\]')])
 def test_pseudo_labels_are_checked_against_the_dataset(tmp_path, content, message):
     """A malformed entry or a label that is no class of the dataset names the file, the
     image and the entry before any image is parsed."""

@@ -113,10 +113,11 @@ def test_the_self_training_run_trains_the_own_loss_config(tmp_path):
     work.mkdir()
     pseudo = work / 'pseudo_labels.json'
     pseudo.write_text(json.dumps(dict(images={}, labeled=12, pseudo=0, num_images=2,
-                                      score_thr=0.5, checkpoint='unused')))
+                                      score_thr=0.5, checkpoint='fit/x2/iter_300.pth')))
     chosen_options = ['model.roi_head.bbox_head.loss_cls.prior=0.2',
                       'model.rpn_head.loss_cls.prior=0.01', 'randomness.seed=0']
-    run = fit.self_training_run(config, str(work), chosen_options, dict(name='x2'),
+    chosen = dict(name='x2', checkpoint='fit/x2/iter_300.pth')
+    run = fit.self_training_run(config, str(work), chosen_options, chosen,
                                 echo=lambda msg: None, loss='own')
     assert run.config == osp.join(str(work), 'self_trained_config.py')
     assert run.options == ['randomness.seed=0',

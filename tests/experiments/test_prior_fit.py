@@ -52,6 +52,16 @@ def test_self_training_needs_a_cell_dataset_after_the_options(tmp_path):
     fit.check_self_training(cell, str(config))
 
 
+def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
+    pseudo = tmp_path / 'pseudo_labels.json'
+    fit.check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')  # none yet
+    pseudo.write_text(json.dumps(dict(checkpoint='fit/x0.7/iter_300.pth', images={})))
+    fit.check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth')
+    with pytest.raises(ValueError, match='pseudo-labels of fit/x0.7/iter_300.pth, but '
+                                         'this fit self-trains from fit/x2/iter_300.pth'):
+        fit.check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures('forked_tools')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
@@ -67,7 +77,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
         filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
     work = tmp_path / 'fit'
-    summary = fit.fit_prior(config, str(work), factors=(0.5, 2.0), jobs=2,
+    given = 'default_hooks.logger.interval=1'
+    summary = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0), jobs=2,
                             echo=lambda msg: None)
 
     estimate = json.loads((work / 'estimate.json').read_text())
@@ -80,7 +91,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     for name in names:
         options = json.loads((work / name / 'run.json').read_text())['options']
         assert options[:2] == list(fit.BOX_FIT_OPTIONS)
-    assert summary['chosen_cfg_options'][:2] == list(fit.BOX_FIT_OPTIONS)
+    # the chosen training's options but the seed: its config with them trains it again
+    assert summary['chosen_cfg_options'][:3] == [*fit.BOX_FIT_OPTIONS, given]
+    assert not any(o.startswith('randomness.seed=') for o in summary['chosen_cfg_options'])
     pseudo = json.loads((work / 'pseudo_labels.json').read_text())
     assert pseudo['score_thr'] >= fit.SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2
     assert pseudo['pseudo'] == sum(map(len, pseudo['images'].values()))
@@ -107,8 +120,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
 
     # the same trainings, the best criterion of all four returned instead
     mtimes = {p: p.stat().st_mtime for p in work.glob('*/iter_2.pth')}
-    again = fit.fit_prior(config, str(work), factors=(0.5, 2.0), echo=lambda msg: None,
-                          final='criterion')
+    again = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                          echo=lambda msg: None, final='criterion')
     best = max(again['trainings'], key=lambda row: row['pu_criterion'])  # ties: first
     assert again['chosen'] == best['name'] and again['final'] == 'criterion'
     assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])

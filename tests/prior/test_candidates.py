@@ -47,6 +47,37 @@ def test_candidates_scale_every_stage_and_keep_the_other_options():
     assert strings[1] == f'{ROI_PRIORS_KEY}=[{",".join(map(str, priors))}]'  # no spaces
 
 
+def hook_report(cfg_options, anchor_class='b'):
+    """A multi-class report of a config with a PriorUpdateHook (its RoI key is the
+    hook's ``anchor_prior``), as ``build_report`` writes it."""
+    multi = report(['a', 'b', 'c'], [0.3, 0.2, 0.1], [0.3, 0.2, 0.1], 0.05,
+                   roi_key='custom_hooks.0.anchor_prior')
+    return dict(multi, anchor_class=anchor_class, cfg_options=cfg_options)
+
+
+def test_candidates_of_a_multi_class_config_with_the_update_hook():
+    from mmengine import Config
+
+    from mmdet_pu.launch import parse_cfg_options
+    from tests._data import REPO
+    shares = [candidates.scale_odds(v, 1.5) for v in (0.3, 0.2, 0.1)]  # sum < 0.95
+    # the fit's options remove the hook and fix the class priors: those are scaled
+    fixed = hook_report([f'{ROI_PRIORS_KEY}=[0.3, 0.2, 0.1]', f'{RPN_KEY}=0.05',
+                         'custom_hooks=[]'])
+    assert candidates.candidate_keys(fixed)['roi'] == ROI_PRIORS_KEY
+    options = candidates.candidate_options(fixed, 1.5)
+    assert options[ROI_PRIORS_KEY] == [round(v, 4) for v in shares]
+    assert not any(key.startswith('custom_hooks.') for key in options)
+    cfg = Config.fromfile(str(REPO / 'configs/pu/nucls_mpu.py'))
+    cfg.merge_from_dict(parse_cfg_options(candidates.option_strings(options)))
+    assert cfg.custom_hooks == [] and cfg.model.roi_head.bbox_head.loss_cls.priors == [
+        round(v, 4) for v in shares]
+    # the hook kept: its pi_1 is the anchor class's share
+    kept = hook_report([f'{ROI_PRIORS_KEY}=[0.3, 0.2, 0.1]', f'{RPN_KEY}=0.05'])
+    options = candidates.candidate_options(kept, 1.5)
+    assert options['custom_hooks.0.anchor_prior'] == round(shares[1], 4)
+
+
 def stage_report(classes, stages, detector='cascade'):
     """A dense or cascade estimate report: ``stages`` maps a stage name to its key and
     its label frequency (a list per class; one value for the RPN)."""

@@ -10,9 +10,10 @@ training labels: ``{"images": {file_name: [[x1, y1, x2, y2, label], ...]}, ...}`
 No complete label is read.
 """
 import os.path as osp
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
+import torch
 from mmdet.structures.bbox import get_box_tensor
 
 from mmdet_pu.io.atomic import write_json_atomic
@@ -35,13 +36,15 @@ def new_cells(labeled, detections, score_thr: float) -> np.ndarray:
 
 def write_pseudo_labels(config: str, checkpoint: str, out: str,
                         cfg_options: Sequence[str] = (), score_thr: float = 0.5,
-                        device: str = 'cpu') -> dict:
-    """Write the pseudo-label file of ``checkpoint`` on ``config``'s training split.
+                        device: Optional[str] = None) -> dict:
+    """Write the pseudo-label file of ``checkpoint`` on ``config``'s training split
+    (``device``: ``'cuda'`` or ``'cpu'``; None: cuda when available, as the estimate).
 
     Returns:
         dict: ``num_images`` (training images), ``labeled`` (their labeled cells),
         ``pseudo`` (cells added), ``score_thr``; also stored in the file.
     """
+    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     cfg = load_config(config, parse_cfg_options(list(cfg_options)))
     cfg.train_dataloader.dataset.pop('pseudo_labels', None)  # the labels as deleted
     model, dataset, _ = load_detector_and_split(cfg, config, checkpoint, 'train',

@@ -307,13 +307,30 @@ def even_indices(total: int, num: Optional[int] = None) -> List[int]:
     return sorted(set(np.linspace(0, total - 1, num).round().astype(int).tolist()))
 
 
+def check_own_scale(data_sample) -> None:
+    """ValueError naming the image unless its ``scale_factor`` is 1 (or absent)."""
+    scale = data_sample.metainfo.get('scale_factor', (1.0, 1.0))
+    if not np.allclose(scale, 1.0):
+        raise ValueError(
+            f'{data_sample.metainfo.get("img_path", "an image")}: the test pipeline '
+            f'resizes it (scale_factor {tuple(scale)}); estimating priors and writing '
+            'pseudo-labels compare the detections with the labels at the image\'s own '
+            "scale: use Resize(scale_factor=1.0) as configs/_base_/datasets/_cell_coco.py")
+
+
 def split_batches(dataset, indices: Sequence[int], complete=None, device='cpu'):
     """``(batch, truth)`` per image ``indices`` of ``dataset``, one image at a time:
     ``batch`` collated as the loader collates it, ``truth`` None or, with ``complete``
     (the same images with their complete annotations), ``[complete cells]`` on
-    ``device`` (RuntimeError when the two datasets list other images)."""
+    ``device`` (RuntimeError when the two datasets list other images).
+
+    Raises:
+        ValueError: the pipeline resizes an image: its labels (loaded after the resize)
+            and the detections (in the frame of the model's input) would not match.
+    """
     for idx in indices:
         batch = pseudo_collate([dataset[idx]])
+        check_own_scale(batch['data_samples'][0])
         truth = None
         if complete is not None:
             item = complete[idx]

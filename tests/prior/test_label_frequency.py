@@ -236,3 +236,19 @@ def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
         assert summary['trainings'][1]['priors'][stage] == pytest.approx(prior, rel=1e-6)
     assert os.path.isfile(work / 'fit_prior.pth')
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
+
+
+def test_split_batches_refuse_a_resizing_pipeline():
+    """Labels loaded after a resize stay in the image's frame, detections come in the
+    model input's: the estimate and the pseudo-labels need scale 1."""
+    from mmdet.structures import DetDataSample
+
+    from mmdet_pu.prior.samples import split_batches
+
+    def item(scale):
+        sample = DetDataSample(metainfo=dict(img_path='tiles/a.png', scale_factor=scale))
+        return dict(inputs=torch.zeros(3, 8, 8), data_samples=sample)
+    assert len(list(split_batches([item((1.0, 1.0))], [0]))) == 1
+    with pytest.raises(ValueError, match=r'tiles/a\.png: the test pipeline resizes it '
+                                         r'\(scale_factor \(0\.5, 0\.5\)\)'):
+        list(split_batches([item((0.5, 0.5))], [0]))

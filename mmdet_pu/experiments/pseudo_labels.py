@@ -13,14 +13,13 @@ import os.path as osp
 from typing import Optional, Sequence
 
 import numpy as np
-import torch
 from mmdet.structures.bbox import get_box_tensor
 
 from mmdet_pu.io.atomic import write_json_atomic
 from mmdet_pu.launch import load_config, parse_cfg_options
 from mmdet_pu.prior.estimation import pseudo_complete
 from mmdet_pu.prior.label_frequency import detect
-from mmdet_pu.prior.samples import load_detector_and_split, split_batches
+from mmdet_pu.prior.samples import load_detector_and_split, resolve_device, split_batches
 
 
 def new_cells(labeled, detections, score_thr: float) -> np.ndarray:
@@ -44,7 +43,7 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
         dict: ``num_images`` (training images), ``labeled`` (their labeled cells),
         ``pseudo`` (cells added), ``score_thr``; also stored in the file.
     """
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    device = resolve_device(device)
     cfg = load_config(config, parse_cfg_options(list(cfg_options)))
     cfg.train_dataloader.dataset.pop('pseudo_labels', None)  # the labels as deleted
     model, dataset, _ = load_detector_and_split(cfg, config, checkpoint, 'train',

@@ -18,7 +18,7 @@ from .estimate_file import build_report
 from .estimation import estimate_priors
 from .keys import detector_kind, prior_hook_index, stage_prior_keys
 from .label_frequency import estimate_stages, loss_prior
-from .samples import draw_split, even_indices, load_detector_and_split
+from .samples import draw_split, even_indices, load_detector_and_split, resolve_device
 
 
 def trained_priors(model) -> dict:
@@ -62,7 +62,7 @@ def estimate_from_checkpoint(config: str, checkpoint: str, split: str = 'train',
         :func:`~.label_frequency.estimate_stages`'s.
     """
     cfg = load_config(config, cfg_options)
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    device = resolve_device(device)
     if detector_kind(cfg) != 'two_stage':
         return estimate_stages(cfg, config, checkpoint, split, num_images, score_thr,
                                oracle, seed, device)

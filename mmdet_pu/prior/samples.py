@@ -46,6 +46,11 @@ from .estimation import ImageSamples, pseudo_complete
 from .keys import type_name
 
 
+def resolve_device(device: Optional[str]) -> str:
+    """``device``, or ``'cuda'`` when available and ``'cpu'`` otherwise for None."""
+    return device or ('cuda' if torch.cuda.is_available() else 'cpu')
+
+
 def load_detector_and_split(cfg, config: str, checkpoint: str, split: str, oracle: bool,
                             device: str):
     """``(model, dataset, complete)``: the detector of ``checkpoint`` in eval mode on

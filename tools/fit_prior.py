@@ -4,6 +4,7 @@ Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
         [--no-self-train | --self-train-loss {pu,own} --final {self-trained,criterion}]
+        [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
         [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
@@ -16,21 +17,26 @@ the best Lee & Liu criterion on the validation split (recall^2 / detections per 
 then trains once more with that detector's confident detections on the training split
 added as pseudo-labels (self-training; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
-losses instead of the PU ones) and returns the self-trained detector (``--final
-criterion``: the best of all by the same criterion): no complete labels needed. Written
-to ``DIR`` (default ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen
-checkpoint), ``fit_prior.json`` (every training, the estimates, the choice and why;
-``chosen_config`` with ``chosen_cfg_options`` trains it again), ``pseudo_labels.json``,
-``fit_prior.png``, and one work dir per training. Rerun the same command to resume.
-:mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
-evidence.
+losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
+detections scored from it up to the pseudo-labels' threshold, learned neither as cells
+nor as background; ``--self-train-init chosen`` fine-tunes the chosen detector instead
+of training from the config's initialisation) and returns the self-trained detector
+(``--final criterion``: the best of all by the same criterion): no complete labels
+needed. Written to ``DIR`` (default ``work_dirs/<config name>_fit_prior``):
+``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every training, the
+estimates, the choice and why; ``chosen_config`` with ``chosen_cfg_options`` trains it
+again), ``pseudo_labels.json``, ``fit_prior.png``, and one work dir per training. Rerun
+the same command to resume. :mod:`mmdet_pu.experiments.prior_fit` documents the
+details; docs/experiments.md the evidence.
 """
 import argparse
 import os.path as osp
 import sys
 
 from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES, SELF_TRAIN_LOSSES,
-                                            fit_prior, format_summary)
+                                            SELF_TRAIN_INITS, SELF_TRAIN_MIN_SCORE,
+                                            SELF_TRAIN_UNCERTAIN_SCORE, fit_prior,
+                                            format_summary)
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
 from mmdet_pu.launch import RUN_ERRORS, positive_float, report_user_errors
 
@@ -51,11 +57,21 @@ def parse_args(argv=None):
     parser.add_argument('--self-train-loss', choices=SELF_TRAIN_LOSSES, default='pu',
                         help="the self-training round's classification loss: the PU "
                         "losses at the chosen priors (default) or the detector's own")
+    parser.add_argument('--self-train-init', choices=SELF_TRAIN_INITS, default='scratch',
+                        help="where the self-training round starts: the config's "
+                        'initialisation (default) or the weights of the detector whose '
+                        'pseudo-labels it learns')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='self-trained',
                         help='what the fit returns after self-training: the self-trained '
                         'detector (default) or the training with the best criterion among '
                         'all of them')
+    parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
+                        help='ignore in the self-training round the detections scored '
+                        "from SCORE up to the pseudo-labels' threshold, learned neither "
+                        'as cells nor as background (e.g. '
+                        f'{SELF_TRAIN_UNCERTAIN_SCORE:g}; default: none, they stay '
+                        'unlabeled)')
     parser.add_argument('--no-box-fit', dest='box_fit', action='store_false',
                         help='train a Faster R-CNN config without the box-fit negatives '
                         'the fit otherwise adds to it')
@@ -68,6 +84,10 @@ def parse_args(argv=None):
     if not osp.isfile(args.config):
         parser.error(f'config {args.config} not found')
     check_run_arguments(parser, args.jobs, args.cfg_options, factors=args.factors)
+    if args.uncertain_score is not None and \
+            not 0 <= args.uncertain_score < SELF_TRAIN_MIN_SCORE:
+        parser.error(f'--uncertain-score: expected a score in [0, {SELF_TRAIN_MIN_SCORE:g}),'
+                     f' got {args.uncertain_score:g}')
     args.work_dir = args.work_dir or default_work_dir(args.config, '_fit_prior')
     return args
 
@@ -78,6 +98,8 @@ def main(argv=None):
                         args.factors, args.jobs, self_train=args.self_train,
                         self_train_loss=args.self_train_loss,
                         final=args.final.replace('-', '_'), box_fit=args.box_fit,
+                        uncertain_score=args.uncertain_score,
+                        self_train_init=args.self_train_init,
                         echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
           'fit_prior.png and fit_prior.pth')

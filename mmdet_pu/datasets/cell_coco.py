@@ -25,16 +25,23 @@ PREPARED_DATASETS = ('mitos14', 'crchisto', 'tupac', 'nucls', 'synthetic')
 MPP_SPREAD = 0.05
 
 
+#: The lists of a pseudo-label file: cells to learn (``images``) and detections to
+#: ignore (``uncertain``, optional), each ``{file_name: [[x1, y1, x2, y2, label], ...]}``.
+PSEUDO_LABEL_LISTS = ('images', 'uncertain')
+
+
 def read_pseudo_labels(path, num_classes):
-    """``{file_name: [[x1, y1, x2, y2, label], ...]}`` of a pseudo-label file (``{}``
-    for None): the coordinates numbers, each label a class index in
+    """``{list: {file_name: [[x1, y1, x2, y2, label], ...]}}`` for each of
+    :data:`PSEUDO_LABEL_LISTS` of a pseudo-label file (empty ones for None and for an
+    absent ``uncertain``): the coordinates numbers, each label a class index in
     ``[0, num_classes)``.
 
     Raises:
-        ValueError: naming the file, and the image and entry that are not such a list.
+        ValueError: naming the file, and the list, image and entry that are not such a
+            list.
     """
     if path is None:
-        return {}
+        return {key: {} for key in PSEUDO_LABEL_LISTS}
     with open(path) as f:
         try:
             content = json.load(f)
@@ -46,13 +53,18 @@ def read_pseudo_labels(path, num_classes):
         raise ValueError(f'{path}: expected {{"images": {{file_name: [[x1, y1, x2, y2, '
                          f'label], ...]}}}}, got a JSON {type(content).__name__} without '
                          'such an "images" object')
-    for name, cells in images.items():
-        if not isinstance(cells, list):
-            raise ValueError(f'{path}: images[{name!r}]: expected a list of [x1, y1, x2, '
-                             f'y2, label], got {cells!r}')
-        for i, cell in enumerate(cells):
-            _check_pseudo_cell(cell, num_classes, f'{path}: images[{name!r}][{i}]')
-    return images
+    lists = {key: content.get(key, {}) for key in PSEUDO_LABEL_LISTS}
+    for key, cells_of in lists.items():
+        if not isinstance(cells_of, dict):
+            raise ValueError(f'{path}: "{key}": expected {{file_name: [[x1, y1, x2, y2, '
+                             f'label], ...]}}, got a JSON {type(cells_of).__name__}')
+        for name, cells in cells_of.items():
+            if not isinstance(cells, list):
+                raise ValueError(f'{path}: {key}[{name!r}]: expected a list of [x1, y1, '
+                                 f'x2, y2, label], got {cells!r}')
+            for i, cell in enumerate(cells):
+                _check_pseudo_cell(cell, num_classes, f'{path}: {key}[{name!r}][{i}]')
+    return lists
 
 
 def _is_number(value):
@@ -100,7 +112,11 @@ class CellCocoDataset(CocoDataset):
       ``tools/fit_prior.py``, :mod:`mmdet_pu.experiments.pseudo_labels`), added after the
       deletion as instances with ``pseudo=True``: ``{"images": {file_name: [[x1, y1,
       x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based class
-      indices; checked when the dataset loads, :func:`read_pseudo_labels`).
+      indices; checked when the dataset loads, :func:`read_pseudo_labels`). Its optional
+      ``"uncertain"`` list, the same way, holds detections the training neither learns
+      as cells nor as background: instances with ``ignore_flag=1`` (mmdet's ignored
+      instances, which an assigner with ``ignore_iof_thr > 0`` leaves out of the
+      samples).
     * ``metainfo['classes']`` must be the file's categories in the file's order:
       CocoDataset numbers the labels in that order, so a config listing them otherwise
       would name every label wrongly; a ValueError names the file and both orders.
@@ -233,7 +249,8 @@ class CellCocoDataset(CocoDataset):
     def _check_pseudo_images(self, data_list):
         """ValueError naming the pseudo-label file if it names images that the
         annotation file does not hold (its keys are the images' ``file_name``)."""
-        unknown = set(self.pseudo_labels) - {info['file_name'] for info in data_list}
+        named = set().union(*self.pseudo_labels.values())
+        unknown = named - {info['file_name'] for info in data_list}
         if unknown:
             raise ValueError(
                 f'{self.pseudo_label_file}: {len(unknown)} image(s) not in '
@@ -241,16 +258,18 @@ class CellCocoDataset(CocoDataset):
                 'that file\'s images')
 
     def _pseudo_instances(self, name, width, height):
-        """The pseudo-labeled cells of image ``name`` as instances; ValueError naming
-        the file and the entry for a box outside the ``width`` x ``height`` image."""
+        """The pseudo-labeled cells of image ``name`` as instances, then its uncertain
+        detections as ignored ones; ValueError naming the file and the entry for a box
+        outside the ``width`` x ``height`` image."""
         instances = []
-        for i, (*bbox, label) in enumerate(self.pseudo_labels.get(name, ())):
-            x1, y1, x2, y2 = bbox
-            if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:
-                raise ValueError(f'{self.pseudo_label_file}: images[{name!r}][{i}]: box '
-                                 f'{bbox} lies outside the {width}x{height} image')
-            instances.append(dict(bbox=list(bbox), bbox_label=int(label), ignore_flag=0,
-                                  pseudo=True))
+        for ignore, key in enumerate(PSEUDO_LABEL_LISTS):
+            for i, (*bbox, label) in enumerate(self.pseudo_labels[key].get(name, ())):
+                x1, y1, x2, y2 = bbox
+                if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:
+                    raise ValueError(f'{self.pseudo_label_file}: {key}[{name!r}][{i}]: box '
+                                     f'{bbox} lies outside the {width}x{height} image')
+                instances.append(dict(bbox=list(bbox), bbox_label=int(label),
+                                      ignore_flag=ignore, pseudo=True))
         return instances
 
     def _instance(self, ann):

@@ -27,7 +27,9 @@ configured. In ``<work dir>``:
    selected, :mod:`mmdet_pu.experiments.pseudo_labels`) are added to the training labels as
    pseudo-labels (``pseudo_labels.json``), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
-   losses instead, :mod:`.own_loss`), and the fit returns that self-trained detector
+   losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
+   up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
+   the round fine-tunes the chosen detector), and the fit returns that self-trained detector
    (``final='criterion'``: the best criterion among all the trainings instead;
    docs/method.md#self-training).
 
@@ -42,7 +44,7 @@ import json
 import os
 import os.path as osp
 import shutil
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from mmengine.config import Config
 
@@ -56,7 +58,7 @@ from mmdet_pu.prior.keys import type_name
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
 from .own_loss import own_loss_options, write_own_loss_config
 from .prior_versus import estimate_run
-from .pseudo_labels import write_pseudo_labels
+from .pseudo_labels import ignore_options, write_pseudo_labels
 from .reports import pyplot, save_figure, write_json
 from .runs import Run, run_all
 
@@ -66,6 +68,12 @@ DEFAULT_FACTORS = (0.7, 2.0)
 SELF_TRAIN_LOSSES = ('pu', 'own')
 #: The lowest score a pseudo-label may have, whatever the validation selected.
 SELF_TRAIN_MIN_SCORE = 0.5
+#: The lowest score of an uncertain detection (below the pseudo-labels' threshold) that
+#: ``--uncertain-score`` suggests: the round learns it neither as a cell nor as background.
+SELF_TRAIN_UNCERTAIN_SCORE = 0.1
+#: Where the self-training round starts: the config's initialisation, or the weights of
+#: the detector whose pseudo-labels it learns (fine-tuning it).
+SELF_TRAIN_INITS = ('scratch', 'chosen')
 #: What a fit that self-trains returns: the self-trained detector, or the training with
 #: the best criterion among all of them.
 FINAL_CHOICES = ('self_trained', 'criterion')
@@ -129,42 +137,62 @@ def check_self_training(cfg: Config, config: str) -> None:
                          f'{type_name(dataset)}; train without it (--no-self-train)')
 
 
-def check_pseudo_source(pseudo: str, checkpoint: str) -> None:
+def check_pseudo_source(pseudo: str, checkpoint: str,
+                        uncertain_thr: Optional[float] = None) -> None:
     """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
-    another checkpoint than ``checkpoint`` (a fit resumed with other choices)."""
+    another checkpoint than ``checkpoint``, or another lowest uncertain score than
+    ``uncertain_thr`` (a fit resumed with other choices)."""
     if not osp.isfile(pseudo):
         return
     with open(pseudo) as f:
-        source = json.load(f).get('checkpoint')
+        content = json.load(f)
+    source = content.get('checkpoint')
     if source is None or osp.abspath(source) != osp.abspath(checkpoint):
         raise ValueError(f'{pseudo} holds the pseudo-labels of {source}, but this fit '
                          f'self-trains from {checkpoint}; use another --work-dir, or '
                          'remove that file and the self_trained folder beside it')
+    if content.get('uncertain_thr') != uncertain_thr:
+        raise ValueError(f'{pseudo} was written with uncertain detections from score '
+                         f'{content.get("uncertain_thr")}, this fit asks for '
+                         f'{uncertain_thr}; use another --work-dir, or remove that file '
+                         'and the self_trained folder beside it')
 
 
 def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
-                      echo: Callable[[str], None], loss: str = 'pu') -> Run:
+                      echo: Callable[[str], None], loss: str = 'pu',
+                      uncertain_score: Optional[float] = None,
+                      ignoring: Sequence[str] = (), init: str = 'scratch') -> Run:
     """The training on the labels plus ``chosen``'s pseudo-labels (``options``: the
     chosen training's own), the file written first if absent; with ``loss='own'`` the
     config with the detector's own classification losses
     (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
-    inside them (the priors)."""
+    inside them (the priors). With ``uncertain_score`` and ``ignoring`` (the config's
+    :func:`~.pseudo_labels.ignore_options`) the detections from ``uncertain_score`` up to
+    the pseudo-labels' threshold are ignored regions of the round. ``init='chosen'``
+    starts the round from ``chosen``'s checkpoint (``load_from``) instead of the config's
+    initialisation."""
     pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
-    check_pseudo_source(pseudo, chosen['checkpoint'])
+    uncertain_thr = uncertain_score if ignoring else None
+    check_pseudo_source(pseudo, chosen['checkpoint'], uncertain_thr)
     if not osp.isfile(pseudo):
         score_thr = max(SELF_TRAIN_MIN_SCORE, chosen['val_score_thr'] or 0.0)
         found = write_pseudo_labels(config, chosen['checkpoint'], pseudo, options,
-                                    score_thr=score_thr)
+                                    score_thr=score_thr, uncertain_thr=uncertain_thr)
+        band = ('' if uncertain_thr is None else
+                f'; {found["num_uncertain"]} uncertain detections at {uncertain_thr:g} <= '
+                f'score < {score_thr:g} ignored')
         echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
              f'labeled ones on {found["num_images"]} training images (score >= '
-             f'{score_thr:g}, {chosen["name"]})')
+             f'{score_thr:g}, {chosen["name"]}){band}')
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)
         config, options = own_config, own_loss_options(options, replaced)
+    ignored = list(ignoring) if uncertain_thr is not None else []
+    start = [f'load_from={osp.abspath(chosen["checkpoint"])}'] if init == 'chosen' else []
     return Run(config, osp.join(work_dir, 'self_trained'),
-               [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}'],
-               name='self_trained')
+               [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}', *ignored,
+                *start], name='self_trained')
 
 
 def link_checkpoint(source: str, target: str) -> None:
@@ -213,7 +241,9 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
               self_train: bool = True, echo: Callable[[str], None] = print,
               self_train_loss: str = 'pu', final: str = 'self_trained',
-              box_fit: bool = True) -> dict:
+              box_fit: bool = True,
+              uncertain_score: Optional[float] = None,
+              self_train_init: str = 'scratch') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     ``box_fit``: every training of a Faster R-CNN config learns box-fit negatives
@@ -222,7 +252,11 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     ``self_train_loss``: the self-training round's classification loss, one of
     :data:`SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors (``'pu'``) or
     the detector's own (``'own'``, :mod:`.own_loss`). ``final``: what the fit returns
-    when it self-trains, one of :data:`FINAL_CHOICES`.
+    when it self-trains, one of :data:`FINAL_CHOICES`. ``uncertain_score``: the lowest
+    score of the detections the round ignores (e.g. :data:`SELF_TRAIN_UNCERTAIN_SCORE`;
+    None: none; a config without an assigner that can ignore,
+    :func:`~.pseudo_labels.ignore_options`, ignores none).
+    ``self_train_init``: where the round starts, one of :data:`SELF_TRAIN_INITS`.
 
     Raises:
         ValueError: a factor <= 0, an unknown ``self_train_loss`` or ``final``, or a work
@@ -237,6 +271,12 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
                          f'{self_train_loss!r}')
     if final not in FINAL_CHOICES:
         raise ValueError(f'final: expected one of {FINAL_CHOICES}, got {final!r}')
+    if self_train_init not in SELF_TRAIN_INITS:
+        raise ValueError(f'self_train_init: expected one of {SELF_TRAIN_INITS}, got '
+                         f'{self_train_init!r}')
+    if uncertain_score is not None and not 0 <= uncertain_score < SELF_TRAIN_MIN_SCORE:
+        raise ValueError(f'uncertain_score: expected 0 <= uncertain_score < '
+                         f'{SELF_TRAIN_MIN_SCORE:g} or None, got {uncertain_score!r}')
     cfg = load_fit_config(config, cfg_options)
     if self_train:
         check_self_training(cfg, config)
@@ -274,8 +314,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     trained = {run.name: run for run in (provisional, *runs.values())}
     chosen, reason = _choose(rows, echo)
     if self_train and chosen['checkpoint']:
+        ignoring = ignore_options(cfg.model.get('train_cfg'))
+        if uncertain_score is not None and not ignoring:
+            echo('no assigner of this config can ignore samples (mmdet\'s '
+                 'ignore_iof_thr): the round learns the uncertain detections as '
+                 'unlabeled as before')
         run = self_training_run(config, work_dir, trained[chosen['name']].options, chosen,
-                                echo, self_train_loss)
+                                echo, self_train_loss, uncertain_score, ignoring,
+                                self_train_init)
         echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
         run_all([run], jobs=1, echo=echo)
         trained[run.name] = run
@@ -293,6 +339,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         config=config, seed=seed, cfg_options=given, box_fit_options=added,
         factors=list(factors),
         self_train_loss=self_train_loss if self_train else None,
+        uncertain_score=uncertain_score if self_train else None,
+        self_train_init=self_train_init if self_train else None,
         final=final if self_train else None,
         keys=keys, estimators={
             name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)

@@ -22,10 +22,12 @@ def synthetic_root(tmp_path_factory):
     return root
 
 
-def _dataset(root, ann='annotations/fold0/train.json', classes=('mitosis', ), **kwargs):
+def _dataset(root, ann='annotations/fold0/train.json', classes=('mitosis', ), pipeline=(),
+             **kwargs):
     return CellCocoDataset(data_root=str(root) + '/', ann_file=ann,
                            data_prefix=dict(img='images/'),
-                           metainfo=dict(classes=classes), pipeline=[], **kwargs)
+                           metainfo=dict(classes=classes), pipeline=list(pipeline),
+                           **kwargs)
 
 
 def test_complete_annotations_and_metadata(synthetic_root):
@@ -287,6 +289,38 @@ def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tm
         _dataset(synthetic_root, pseudo_labels=str(pseudo))
 
 
+def test_uncertain_detections_become_ignored_instances(synthetic_root, tmp_path):
+    """The optional "uncertain" list joins after the pseudo-labels with ignore_flag=1,
+    and mmdet's pipeline packs it as the image's ignored instances."""
+    deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
+    plain = _dataset(synthetic_root, deletion=deletion)
+    name = plain[0]['file_name']
+    pseudo = tmp_path / 'pseudo.json'
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0]]},
+                                  'uncertain': {name: [[40, 40, 52, 50, 0]]}}))
+    with_pseudo = _dataset(synthetic_root, deletion=deletion, pseudo_labels=str(pseudo))
+    kept = plain[0]['instances']
+    added = with_pseudo[0]['instances'][len(kept):]
+    assert [(a['bbox'], a['ignore_flag'], a['pseudo']) for a in added] == [
+        ([1, 2, 11, 12], 0, True), ([40, 40, 52, 50], 1, True)]
+    init_default_scope('mmdet')
+    packed = _dataset(synthetic_root, deletion=deletion, pseudo_labels=str(pseudo),
+                      pipeline=[dict(type='LoadImageFromFile'),
+                                dict(type='LoadAnnotations', with_bbox=True),
+                                dict(type='PackDetInputs')])[0]['data_samples']
+    assert packed.ignored_instances.bboxes.tensor.tolist() == [[40, 40, 52, 50]]
+    assert len(packed.gt_instances) == len(kept) + 1
+    # an image that is not in the annotation file, a box outside its image
+    pseudo.write_text(json.dumps({'images': {}, 'uncertain': {'x.png': [[1, 2, 3, 4, 0]]}}))
+    with pytest.raises(ValueError, match=r"pseudo\.json: 1 image\(s\) not in"):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo))
+    pseudo.write_text(json.dumps({'images': {},
+                                  'uncertain': {name: [[200, 200, 300, 300, 0]]}}))
+    with pytest.raises(ValueError, match=r"uncertain\['.*'\]\[0\]: box \[200, 200, "
+                                         r'300, 300\] lies outside the 128x128 image'):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo))
+
+
 @pytest.mark.parametrize('content, message', [
     ([['a.png', [0, 0, 10, 10, 0]]],
      r'pseudo\.json: expected \{"images": .*got a JSON list'),
@@ -305,7 +339,11 @@ def test_pseudo_labels_join_the_labels_that_the_deletion_kept(synthetic_root, tm
     ({'images': {'a.png': [[0, 0, float('nan'), 10, 0]]}}, r'numeric coordinates'),
     ({'images': {'a.png': [[50, 50, 20, 20, 0]]}},
      r"images\['a\.png'\]\[0\]: expected a box with x1 < x2 and y1 < y2, got \[50, 50, "
-     r'20, 20, 0\]')])
+     r'20, 20, 0\]'),
+    ({'images': {}, 'uncertain': [[0, 0, 10, 10, 0]]},
+     r'pseudo\.json: "uncertain": expected \{file_name: .*got a JSON list'),
+    ({'images': {}, 'uncertain': {'a.png': [[0, 0, 10, 10, 2]]}},
+     r"pseudo\.json: uncertain\['a\.png'\]\[0\]: expected the label .*got 2")])
 def test_pseudo_labels_are_checked_against_the_dataset(tmp_path, content, message):
     """A malformed entry or a label that is no class of the dataset names the file, the
     image and the entry before any image is parsed."""

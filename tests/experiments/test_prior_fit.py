@@ -16,7 +16,10 @@ def test_command_line_input_errors(tmp_path):
     config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
     for args, message in ((['--factors', '0.5', '-1'], "expected a number > 0, got '-1'"),
                           (['--factors', '2', '2'], '--factors repeat'),
-                          (['--cfg-options', 'randomness.seed=3'], 'set by --seeds')):
+                          (['--cfg-options', 'randomness.seed=3'], 'set by --seeds'),
+                          (['--uncertain-score', '0.5'],
+                           '--uncertain-score: expected a score in [0, 0.5), got 0.5'),
+                          (['--self-train-init', 'source'], 'invalid choice')):
         proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
         assert proc.returncode == 2 and message in proc.stderr
     assert not any(tmp_path.iterdir())
@@ -60,6 +63,10 @@ def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
     with pytest.raises(ValueError, match='pseudo-labels of fit/x0.7/iter_300.pth, but '
                                          'this fit self-trains from fit/x2/iter_300.pth'):
         fit.check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')
+    # the same source, written without the uncertain band this fit asks for
+    with pytest.raises(ValueError, match='uncertain detections from score None, this '
+                                         'fit asks for 0.1'):
+        fit.check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth', 0.1)
 
 
 @pytest.mark.slow
@@ -78,8 +85,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
         filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
     work = tmp_path / 'fit'
     given = 'default_hooks.logger.interval=1'
+    band = fit.SELF_TRAIN_UNCERTAIN_SCORE
     summary = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0), jobs=2,
-                            echo=lambda msg: None)
+                            echo=lambda msg: None, uncertain_score=band)
 
     estimate = json.loads((work / 'estimate.json').read_text())
     assert estimate['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
@@ -97,9 +105,14 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     pseudo = json.loads((work / 'pseudo_labels.json').read_text())
     assert pseudo['score_thr'] >= fit.SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2
     assert pseudo['pseudo'] == sum(map(len, pseudo['images'].values()))
+    assert pseudo['uncertain_thr'] == band
+    assert pseudo['num_uncertain'] == sum(map(len, pseudo['uncertain'].values()))
     record = json.loads((work / 'self_trained' / 'run.json').read_text())
     assert f'train_dataloader.dataset.pseudo_labels={work / "pseudo_labels.json"}' in \
         json.dumps(record)
+    # the round ignores the uncertain detections: both assigners leave them out
+    assert record['options'][-2:] == ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5',
+                                      'model.train_cfg.rcnn.assigner.ignore_iof_thr=0.5']
     for factor in (0.5, 2):
         state = torch.load(work / f'x{factor:g}' / 'iter_2.pth', map_location='cpu',
                            weights_only=False)['state_dict']
@@ -115,14 +128,48 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     written = json.loads((work / 'fit_prior.json').read_text())
     assert written['chosen'] == summary['chosen'] and written['reason']
     assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
+    assert written['uncertain_score'] == band and written['self_train_init'] == 'scratch'
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(fit.format_summary(summary))  # renders
 
     # the same trainings, the best criterion of all four returned instead
     mtimes = {p: p.stat().st_mtime for p in work.glob('*/iter_2.pth')}
     again = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0),
-                          echo=lambda msg: None, final='criterion')
+                          echo=lambda msg: None, final='criterion', uncertain_score=band)
     best = max(again['trainings'], key=lambda row: row['pu_criterion'])  # ties: first
     assert again['chosen'] == best['name'] and again['final'] == 'criterion'
     assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
+
+
+def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):
+    """The round's options: the pseudo-label file, the ignore options of the config's
+    assigners, and with ``init='chosen'`` the source detector's weights."""
+    pseudo = tmp_path / 'pseudo_labels.json'
+    source = str(tmp_path / 'x2' / 'iter_300.pth')
+    pseudo.write_text(json.dumps(dict(images={}, uncertain={}, checkpoint=source,
+                                      uncertain_thr=0.1)))
+    ignoring = ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5']
+    chosen = dict(name='x2', checkpoint=source)
+    run = fit.self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], chosen,
+                                echo=lambda msg: None, uncertain_score=0.1,
+                                ignoring=ignoring, init='chosen')
+    assert run.options == ['randomness.seed=0',
+                           f'train_dataloader.dataset.pseudo_labels={pseudo}',
+                           *ignoring, f'load_from={source}']
+    # no assigner that can ignore: no band asked of the file, nothing ignored
+    with pytest.raises(ValueError, match='uncertain detections from score 0.1, this fit '
+                                         'asks for None'):
+        fit.self_training_run('pu.py', str(tmp_path), [], chosen, echo=lambda msg: None,
+                              uncertain_score=0.1, ignoring=[])
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(self_train_init='source'), "self_train_init: expected one of .* got 'source'"),
+    (dict(uncertain_score=0.5), r'uncertain_score: expected 0 <= uncertain_score < 0.5'),
+])
+def test_an_unknown_round_start_or_band_is_an_error(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fit.fit_prior(str(REPO / 'configs/synthetic/synthetic_keep1_pu.py'), str(tmp_path),
+                      echo=lambda msg: None, **kwargs)
+    assert not any(tmp_path.iterdir())

@@ -82,6 +82,14 @@ def start_forked_tool(command, log, threads, tools_dir=runs.TOOLS_DIR):
 
 def fork_the_tools(monkeypatch):
     """Make the schedulers start their tools as forks of this process (until
-    ``monkeypatch`` undoes it): the ``forked_tools`` fixture of tests/conftest.py."""
+    ``monkeypatch`` undoes it): the ``forked_tools`` fixture of tests/conftest.py.
+
+    Only with one OpenMP thread (the workers of ``make test``): after a parallel region
+    of several threads in this process (a plain ``pytest`` keeps every core), a forked
+    child's first parallel region waits forever on libgomp's threads, which the fork did
+    not copy. The tools then start as new interpreters, as outside the tests.
+    """
+    if torch.get_num_threads() > 1:
+        return
     for module in (runs, prior_versus):
         monkeypatch.setattr(module, 'start_tool', start_forked_tool)

@@ -25,9 +25,10 @@ PREPARED_DATASETS = ('mitos14', 'crchisto', 'tupac', 'nucls', 'synthetic')
 MPP_SPREAD = 0.05
 
 
-#: The lists of a pseudo-label file: cells to learn (``images``) and detections to
-#: ignore (``uncertain``, optional), each ``{file_name: [[x1, y1, x2, y2, label], ...]}``.
-PSEUDO_LABEL_LISTS = ('images', 'uncertain')
+#: The lists of a pseudo-label file, each ``{file_name: [[x1, y1, x2, y2, label], ...]}``,
+#: and the ``ignore_flag`` of their instances: cells to learn (``images``) and detections
+#: to ignore (``uncertain``, optional).
+PSEUDO_LABEL_LISTS = dict(images=0, uncertain=1)
 
 
 def read_pseudo_labels(path, num_classes):
@@ -262,7 +263,7 @@ class CellCocoDataset(CocoDataset):
         detections as ignored ones; ValueError naming the file and the entry for a box
         outside the ``width`` x ``height`` image."""
         instances = []
-        for ignore, key in enumerate(PSEUDO_LABEL_LISTS):
+        for key, ignore in PSEUDO_LABEL_LISTS.items():
             for i, (*bbox, label) in enumerate(self.pseudo_labels[key].get(name, ())):
                 x1, y1, x2, y2 = bbox
                 if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:

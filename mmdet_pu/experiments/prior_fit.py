@@ -259,8 +259,10 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     ``self_train_init``: where the round starts, one of :data:`SELF_TRAIN_INITS`.
 
     Raises:
-        ValueError: a factor <= 0, an unknown ``self_train_loss`` or ``final``, or a work
-            dir holding runs of other options.
+        ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final`` or
+            ``self_train_init``, an ``uncertain_score`` outside [0,
+            :data:`SELF_TRAIN_MIN_SCORE`), or a work dir holding runs or pseudo-labels of
+            other options.
         RuntimeError: a training or the estimate failed, or no training detects a
             labeled validation cell (the criterion cannot choose).
     """

@@ -21,7 +21,7 @@ from mmdet.structures.bbox import get_box_tensor
 from mmdet_pu.io.atomic import write_json_atomic
 from mmdet_pu.launch import load_config, parse_cfg_options
 from mmdet_pu.prior.estimation import pseudo_complete
-from mmdet_pu.prior.keys import type_name
+from mmdet_pu.prior.keys import typed_nodes
 from mmdet_pu.prior.label_frequency import detect
 from mmdet_pu.prior.samples import load_detector_and_split, resolve_device, split_batches
 
@@ -99,17 +99,9 @@ IGNORE_IOF_THR = 0.5
 
 
 def ignore_options(train_cfg, prefix: str = 'model.train_cfg') -> List[str]:
-    """The ``--cfg-options`` that make every assigner of ``train_cfg`` (the model's,
-    walked through dicts and lists, e.g. Cascade R-CNN's stages) of a type in
-    :data:`IGNORING_ASSIGNERS` ignore the samples inside the uncertain detections
-    (``ignore_iof_thr`` = :data:`IGNORE_IOF_THR`); ``[]`` when there is none."""
-    if isinstance(train_cfg, dict):
-        if type_name(train_cfg) in IGNORING_ASSIGNERS:
-            return [f'{prefix}.ignore_iof_thr={IGNORE_IOF_THR}']
-        items = train_cfg.items()
-    elif isinstance(train_cfg, (list, tuple)):
-        items = enumerate(train_cfg)
-    else:
-        return []
-    return [option for key, value in items
-            for option in ignore_options(value, f'{prefix}.{key}')]
+    """The ``--cfg-options`` that make every assigner of ``train_cfg`` (the model's, at
+    ``prefix``; Cascade R-CNN's stages included) of a type in :data:`IGNORING_ASSIGNERS`
+    ignore the samples inside the uncertain detections (``ignore_iof_thr`` =
+    :data:`IGNORE_IOF_THR`); ``[]`` when there is none."""
+    return [f'{path}.ignore_iof_thr={IGNORE_IOF_THR}'
+            for path, _ in typed_nodes(train_cfg, prefix, IGNORING_ASSIGNERS)]

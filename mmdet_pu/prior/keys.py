@@ -10,7 +10,7 @@ hold it at ``model.bbox_head.loss_cls.prior`` (``.priors``; ``FocalPULoss``,
 ``QualityFocalPULoss``), Cascade R-CNN at ``model.roi_head.bbox_head.<i>.loss_cls.prior``
 (``.priors``) per stage besides the RPN's (docs/method.md#dense-detectors).
 """
-from typing import List, NamedTuple, Optional
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 RPN_PRIOR_KEY = 'model.rpn_head.loss_cls.prior'
 ROI_PRIOR_KEY = 'model.roi_head.bbox_head.loss_cls.prior'
@@ -81,6 +81,20 @@ def get_key(cfg, key):
     return node
 
 
+def typed_nodes(node, path: str, types: Sequence[str]) -> Iterator[Tuple[str, dict]]:
+    """``(dotted key, config dict)`` of every dict at or below ``node`` (whose key is
+    ``path``) whose type is one of ``types``, walked through dicts and lists (e.g.
+    Cascade R-CNN's stages), in config order."""
+    if isinstance(node, dict):
+        if type_name(node) in types:
+            yield path, node
+        for name, child in node.items():
+            yield from typed_nodes(child, f'{path}.{name}', types)
+    elif isinstance(node, (list, tuple)):
+        for i, child in enumerate(node):
+            yield from typed_nodes(child, f'{path}.{i}', types)
+
+
 def prior_hook_index(cfg) -> Optional[int]:
     """Index of the ``PriorUpdateHook`` in ``custom_hooks``, None without one."""
     for i, hook in enumerate(cfg.get('custom_hooks', None) or []):
@@ -107,21 +121,11 @@ def find_prior_keys(cfg) -> List[str]:
         return [f'custom_hooks.{hook}.anchor_prior']
 
     keys, fixed = [], []
-
-    def walk(node, path):
-        if isinstance(node, dict):
-            if type_name(node) in PU_LOSSES:
-                if type_name(node) == 'MultiPULoss' or 'priors' in node:
-                    fixed.append((f'{path}.priors', type_name(node)))
-                elif 'prior' in node:
-                    keys.append(f'{path}.prior')
-            for name, child in node.items():
-                walk(child, f'{path}.{name}')
-        elif isinstance(node, (list, tuple)):
-            for i, child in enumerate(node):
-                walk(child, f'{path}.{i}')
-
-    walk(cfg.get('model', {}), 'model')
+    for path, loss in typed_nodes(cfg.get('model', {}), 'model', PU_LOSSES):
+        if type_name(loss) == 'MultiPULoss' or 'priors' in loss:
+            fixed.append((f'{path}.priors', type_name(loss)))
+        elif 'prior' in loss:
+            keys.append(f'{path}.prior')
     for key, loss in fixed:
         if key.startswith(CLASSIFIER_PREFIXES):
             raise ValueError(

@@ -13,31 +13,29 @@ what ``CellCocoDataset(pseudo_labels=...)`` adds to the training labels: ``{"ima
 No complete label is read.
 """
 import os.path as osp
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from mmdet.structures.bbox import get_box_tensor
 
 from mmdet_pu.io.atomic import write_json_atomic
 from mmdet_pu.launch import load_config, parse_cfg_options
-from mmdet_pu.prior.estimation import pseudo_complete
+from mmdet_pu.prior.estimation import new_detections
 from mmdet_pu.prior.keys import typed_nodes
 from mmdet_pu.prior.label_frequency import detect
 from mmdet_pu.prior.samples import load_detector_and_split, resolve_device, split_batches
 
 
-def new_cells(labeled, detections, score_thr: float,
-              below: float = float('inf')) -> np.ndarray:
-    """(K, 5) ``[x1, y1, x2, y2, label]`` of the ``detections`` (``bboxes``, ``labels``,
-    ``scores``) at ``score_thr <= score < below`` that are none of the ``labeled``
-    cells."""
+def new_cells(labeled, detections, score_thr: float) -> Tuple[np.ndarray, np.ndarray]:
+    """The ``detections`` (``bboxes``, ``labels``, ``scores``) at ``score >= score_thr``
+    that are none of the ``labeled`` cells: ``(K, 5)`` ``[x1, y1, x2, y2, label]`` and
+    their ``(K,)`` scores."""
     scores = detections.scores.cpu().numpy()
-    kept = (scores >= score_thr) & (scores < below)
-    boxes, labels, added = pseudo_complete(
-        get_box_tensor(labeled.bboxes).cpu().numpy(), labeled.labels.cpu().numpy(),
-        get_box_tensor(detections.bboxes).cpu().numpy()[kept],
-        detections.labels.cpu().numpy()[kept])
-    return np.concatenate([boxes[added], labels[added, None]], axis=1)
+    boxes = get_box_tensor(detections.bboxes).cpu().numpy()
+    new = (scores >= score_thr) & new_detections(get_box_tensor(labeled.bboxes).cpu().numpy(),
+                                                 boxes)
+    labels = detections.labels.cpu().numpy()
+    return np.concatenate([boxes[new], labels[new, None]], axis=1), scores[new]
 
 
 def _as_lists(boxes: np.ndarray) -> list:
@@ -63,6 +61,7 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
     if uncertain_thr is not None and not 0 <= uncertain_thr < score_thr:
         raise ValueError(f'uncertain_thr: expected 0 <= uncertain_thr < score_thr '
                          f'({score_thr:g}), got {uncertain_thr!r}')
+    lowest = score_thr if uncertain_thr is None else uncertain_thr
     device = resolve_device(device)
     cfg = load_config(config, parse_cfg_options(list(cfg_options)))
     cfg.train_dataloader.dataset.pop('pseudo_labels', None)  # the labels as deleted
@@ -76,13 +75,12 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
         detections = detect(model, batch)[0]
         name = osp.relpath(dataset.get_data_info(idx)['img_path'],
                            dataset.data_prefix['img'])
-        found = new_cells(cells, detections, score_thr)
-        if len(found):
-            images[name] = _as_lists(found)
-        if uncertain_thr is not None:
-            unsure = new_cells(cells, detections, uncertain_thr, below=score_thr)
-            if len(unsure):
-                uncertain[name] = _as_lists(unsure)
+        found, scores = new_cells(cells, detections, lowest)
+        confident = scores >= score_thr
+        if confident.any():
+            images[name] = _as_lists(found[confident])
+        if not confident.all():
+            uncertain[name] = _as_lists(found[~confident])
     summary = dict(num_images=len(dataset), labeled=labeled,
                    pseudo=sum(map(len, images.values())),
                    num_uncertain=sum(map(len, uncertain.values())), score_thr=score_thr,

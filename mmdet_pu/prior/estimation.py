@@ -151,6 +151,16 @@ def prior_from_mixture(alpha: float, n_p: int, n_u: int, n: Optional[int] = None
     return (n_p + alpha * n_u) / n
 
 
+def new_detections(labeled_bboxes, det_bboxes, iou_thr: float = SAME_CELL_IOU) -> np.ndarray:
+    """(N,) bool: True for each of the N ``det_bboxes`` that is none of the labeled cells
+    (IoU below ``iou_thr`` with every one of ``labeled_bboxes``, of any class)."""
+    labeled_bboxes = np.asarray(labeled_bboxes, dtype=np.float64).reshape(-1, 4)
+    det_bboxes = np.asarray(det_bboxes, dtype=np.float64).reshape(-1, 4)
+    if not len(labeled_bboxes) or not len(det_bboxes):
+        return np.ones(len(det_bboxes), dtype=bool)
+    return box_iou(det_bboxes, labeled_bboxes).max(axis=1) < iou_thr
+
+
 def pseudo_complete(labeled_bboxes, labeled_labels, det_bboxes, det_labels,
                     iou_thr: float = SAME_CELL_IOU):
     """The labeled cells plus the detections that are none of them.
@@ -170,9 +180,7 @@ def pseudo_complete(labeled_bboxes, labeled_labels, det_bboxes, det_labels,
         raise ValueError(f'pseudo-complete cells: {len(labeled_bboxes)} labeled boxes / '
                          f'{len(labeled_labels)} labels, {len(det_bboxes)} detections / '
                          f'{len(det_labels)} labels; expected as many labels as boxes')
-    new = np.ones(len(det_bboxes), dtype=bool)
-    if len(labeled_bboxes) and len(det_bboxes):
-        new = box_iou(det_bboxes, labeled_bboxes).max(axis=1) < iou_thr
+    new = new_detections(labeled_bboxes, det_bboxes, iou_thr)
     bboxes = np.concatenate([labeled_bboxes, det_bboxes[new]])
     labels = np.concatenate([labeled_labels, det_labels[new]])
     added = np.concatenate([np.zeros(len(labeled_bboxes), bool), np.ones(new.sum(), bool)])

@@ -2,6 +2,7 @@
 and the uncertain ones the round ignores."""
 from pathlib import Path
 
+import pytest
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
@@ -23,13 +24,14 @@ def test_confident_detections_that_are_no_labeled_cell_become_pseudo_labels():
                              [50., 50., 60., 60.],   # below the score threshold
                              [4., 0., 14., 10.]]),   # overlaps the labeled cell, IoU 0.43
         labels=torch.tensor([0, 1, 0, 0]), scores=torch.tensor([0.9, 0.8, 0.4, 0.7]))
-    found = new_cells(labeled, detections, score_thr=0.5)
+    found, scores = new_cells(labeled, detections, score_thr=0.5)
     assert found.tolist() == [[30, 30, 40, 42, 1], [4, 0, 14, 10, 0]]
-    none = new_cells(labeled, detections, score_thr=0.95)
-    assert none.shape == (0, 5)
+    assert scores.tolist() == pytest.approx([0.8, 0.7])
+    none, scores = new_cells(labeled, detections, score_thr=0.95)
+    assert none.shape == (0, 5) and scores.shape == (0,)
 
 
-def test_detections_below_the_threshold_are_the_uncertain_band():
+def test_the_scores_of_new_cells_split_pseudo_labels_from_the_uncertain_band():
     labeled = InstanceData(bboxes=torch.tensor([[0., 0., 10., 10.]]),
                            labels=torch.tensor([0]))
     detections = InstanceData(
@@ -38,8 +40,10 @@ def test_detections_below_the_threshold_are_the_uncertain_band():
                              [50., 50., 60., 60.],   # uncertain
                              [70., 70., 80., 80.]]),  # below the band
         labels=torch.tensor([0, 0, 0, 0]), scores=torch.tensor([0.3, 0.8, 0.4, 0.05]))
-    assert new_cells(labeled, detections, 0.1, below=0.5).tolist() == [[50, 50, 60, 60, 0]]
-    assert new_cells(labeled, detections, 0.5).tolist() == [[30, 30, 40, 42, 0]]
+    found, scores = new_cells(labeled, detections, 0.1)
+    assert found.tolist() == [[30, 30, 40, 42, 0], [50, 50, 60, 60, 0]]
+    assert found[scores >= 0.5].tolist() == [[30, 30, 40, 42, 0]]
+    assert found[scores < 0.5].tolist() == [[50, 50, 60, 60, 0]]
 
 
 def _faster_rcnn_train_cfg():

@@ -68,7 +68,8 @@ def parse_args(argv=None):
                         'all of them')
     parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
                         help='ignore in the self-training round the detections scored '
-                        "from SCORE up to the pseudo-labels' threshold, learned neither "
+                        f'from SCORE (in [0, {SELF_TRAIN_MIN_SCORE:g})) up to the '
+                        "pseudo-labels' threshold, learned neither "
                         'as cells nor as background (e.g. '
                         f'{SELF_TRAIN_UNCERTAIN_SCORE:g}; default: none, they stay '
                         'unlabeled)')
@@ -84,10 +85,6 @@ def parse_args(argv=None):
     if not osp.isfile(args.config):
         parser.error(f'config {args.config} not found')
     check_run_arguments(parser, args.jobs, args.cfg_options, factors=args.factors)
-    if args.uncertain_score is not None and \
-            not 0 <= args.uncertain_score < SELF_TRAIN_MIN_SCORE:
-        parser.error(f'--uncertain-score: expected a score in [0, {SELF_TRAIN_MIN_SCORE:g}),'
-                     f' got {args.uncertain_score:g}')
     args.work_dir = args.work_dir or default_work_dir(args.config, '_fit_prior')
     return args
 

@@ -18,7 +18,7 @@ def test_command_line_input_errors(tmp_path):
                           (['--factors', '2', '2'], '--factors repeat'),
                           (['--cfg-options', 'randomness.seed=3'], 'set by --seeds'),
                           (['--uncertain-score', '0.5'],
-                           '--uncertain-score: expected a score in [0, 0.5), got 0.5'),
+                           'uncertain_score: expected 0 <= uncertain_score < 0.5'),
                           (['--self-train-init', 'source'], 'invalid choice')):
         proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
         assert proc.returncode == 2 and message in proc.stderr

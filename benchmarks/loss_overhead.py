@@ -13,6 +13,11 @@ random init, one class):
 * ``cascade-rcnn``: mmdet's Cascade R-CNN, cross entropy vs ``PURPNHead`` + ``PULoss``
   in the RPN and ``PULoss`` in each of the three stages.
 
+With ``--box-fit`` the PU model also learns the box-fit negatives of the labeled cells
+(docs/method.md#box-fit-negatives: ``BoxFitShared2FCBBoxHead`` with
+``OverlapRandomSampler`` in Faster R-CNN's RoI head and each Cascade R-CNN stage,
+``box_fit_weight=1`` in the anchor heads; FCOS and RTMDet have none).
+
 The two models of a pair hold identical weights. After a warmup, training steps (forward,
 losses, backward, Adam update) on the same generated batch alternate between them (own,
 PU, own, PU, ...) so both see the same machine load; the script prints each model's
@@ -23,7 +28,7 @@ losses. (With a learning rate the two models drift apart within a few steps, and
 them the proposals' sizes, hence RoIAlign's work, which grows with the RoI area, and the
 NMS: a property of the weights reached, not of the loss.)
 
-    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 20
+    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 20 [--box-fit]
 """
 import argparse
 import copy
@@ -55,6 +60,10 @@ DENSE = {
 }
 CASCADE = 'cascade_rcnn/cascade-rcnn_r50_fpn_1x_coco.py'
 DETECTORS = ['faster-rcnn', *DENSE, 'cascade-rcnn']
+#: The detectors that can learn box-fit negatives (the point heads cannot).
+BOX_FIT_DETECTORS = ['faster-rcnn', 'retinanet', 'atss', 'gfl', 'cascade-rcnn']
+BOX_FIT_HEAD = dict(type='BoxFitShared2FCBBoxHead')
+BOX_FIT_SAMPLER = dict(type='OverlapRandomSampler')
 PRIOR = 0.035  # two-stage heads
 DENSE_PRIOR = 0.005  # share of positive locations of a dense head
 PU_RPN = dict(type='PURPNHead')
@@ -63,15 +72,25 @@ PU_RPN_LOSS = dict(type='PULoss', prior=PRIOR, use_sigmoid=True, loss_weight=1.0
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--detectors', nargs='+', choices=DETECTORS, default=DETECTORS,
-                        help='detectors to measure, in turn')
+    parser.add_argument('--detectors', nargs='+', choices=DETECTORS,
+                        help='detectors to measure, in turn (default: all, or all that '
+                        'can learn box-fit negatives)')
     parser.add_argument('--rounds', type=int, default=20,
                         help='timed rounds per detector, one step of each model per round')
     parser.add_argument('--warmup', type=int, default=3, help='untimed rounds')
     parser.add_argument('--size', type=int, default=256, help='image side (px)')
     parser.add_argument('--batch', type=int, default=2, help='images per batch')
     parser.add_argument('--cells', type=int, default=12, help='cells per image')
-    return parser.parse_args()
+    parser.add_argument('--box-fit', action='store_true',
+                        help='the PU model also learns box-fit negatives')
+    args = parser.parse_args()
+    if args.detectors is None:
+        args.detectors = BOX_FIT_DETECTORS if args.box_fit else DETECTORS
+    refused = [name for name in args.detectors if name not in BOX_FIT_DETECTORS]
+    if args.box_fit and refused:
+        parser.error(f'--box-fit: {", ".join(refused)} cannot learn box-fit negatives '
+                     f'(choose from {", ".join(BOX_FIT_DETECTORS)})')
+    return args
 
 
 def _no_sync_bn(node):
@@ -95,13 +114,17 @@ def _mmdet_model(config):
     return model
 
 
-def model_configs(name):
-    """The own-loss and the PU model config of detector ``name``."""
+def model_configs(name, box_fit=False):
+    """The own-loss and the PU model config of detector ``name`` (``box_fit``: the PU
+    model also learns box-fit negatives)."""
     if name == 'faster-rcnn':
         own = Config.fromfile(str(SLIM_FASTER_RCNN)).model
         pu = copy.deepcopy(own)
         pu.rpn_head.update(PU_RPN, loss_cls=PU_RPN_LOSS)
         pu.roi_head.bbox_head.loss_cls = dict(type='PULoss', prior=PRIOR)
+        if box_fit:
+            pu.roi_head.bbox_head.update(BOX_FIT_HEAD)
+            pu.train_cfg.rcnn.sampler.update(BOX_FIT_SAMPLER)
         return own, pu
     if name == 'cascade-rcnn':
         own = _mmdet_model(CASCADE)
@@ -115,8 +138,11 @@ def model_configs(name):
             stage.sampler.num = 128
         pu = copy.deepcopy(own)
         pu.rpn_head.update(PU_RPN, loss_cls=PU_RPN_LOSS)
-        for head in pu.roi_head.bbox_head:
+        for head, stage in zip(pu.roi_head.bbox_head, pu.train_cfg.rcnn):
             head.loss_cls.update(type='PULoss', prior=PRIOR)
+            if box_fit:
+                head.update(BOX_FIT_HEAD)
+                stage.sampler.update(BOX_FIT_SAMPLER)
         return own, pu
     config, pu_head, pu_loss = DENSE[name]
     own = _mmdet_model(config)
@@ -125,11 +151,13 @@ def model_configs(name):
     pu = copy.deepcopy(own)
     pu.bbox_head.type = pu_head
     pu.bbox_head.loss_cls.update(type=pu_loss, prior=DENSE_PRIOR)
+    if box_fit:
+        pu.bbox_head.box_fit_weight = 1.0
     return own, pu
 
 
-def build_models(name):
-    own_cfg, pu_cfg = model_configs(name)
+def build_models(name, box_fit=False):
+    own_cfg, pu_cfg = model_configs(name, box_fit)
     own, pu = MODELS.build(own_cfg), MODELS.build(pu_cfg)
     # same initial weights; the PU model additionally holds the prior buffers
     missing, unexpected = pu.load_state_dict(own.state_dict(), strict=False)
@@ -166,7 +194,7 @@ def train_step(model, optim_wrapper, data):
 def measure(name, args):
     """Median step times (own, PU) and the median per-round ratio PU / own."""
     torch.manual_seed(0)
-    models = build_models(name)
+    models = build_models(name, args.box_fit)
     data = [make_batch(m, args.size, args.batch, args.cells) for m in models]
     optims = [OptimWrapper(torch.optim.Adam(m.parameters(), lr=0.0)) for m in models]
     for model in models:
@@ -186,7 +214,7 @@ def main():
     args = parse_args()
     init_default_scope('mmdet')
     print(f'threads={torch.get_num_threads()} size={args.size} batch={args.batch} '
-          f'rounds={args.rounds} warmup={args.warmup}')
+          f'rounds={args.rounds} warmup={args.warmup} box_fit={args.box_fit}')
     print(f'{"detector":<14}{"own loss step":>15}{"PU step":>11}{"ratio PU/own":>15}')
     for name in args.detectors:
         own, pu, ratio = measure(name, args)

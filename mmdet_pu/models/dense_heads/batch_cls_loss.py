@@ -1,12 +1,19 @@
 """One classification-loss call per mini-batch for mmdet's dense heads
-(docs/method.md#dense-detectors)."""
+(docs/method.md#dense-detectors), and their box-fit negatives
+(docs/method.md#box-fit-negatives)."""
+import inspect
 from typing import List, NamedTuple, Optional
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
+from mmdet.models.task_modules.prior_generators import AnchorGenerator
 from mmdet.registry import MODELS
+from mmdet.structures.bbox import bbox_overlaps, get_box_tensor
+
+from ..box_fit import box_fit_rule, check_box_fit_args
 
 
 class _LossCall(NamedTuple):
@@ -75,9 +82,29 @@ class BatchClsLossMixin:
     heads read ``loss_cls.use_sigmoid`` to choose ``C`` sigmoid logits over ``C + 1``
     softmax ones, and (b) checks that a loss with ``check_num_classes`` holds one prior
     per class of the head.
+
+    **Box-fit negatives** (``box_fit_weight > 0``; anchor heads: RetinaNet, ATSS, GFL).
+    An anchor that is no positive sample (nor ignored) is a wrong box of a labeled cell
+    if its IoU with the cell's box is at least ``box_fit_iou`` or it covers at least
+    ``box_fit_cover`` of the box (docs/method.md#box-fit-negatives). With B those anchors
+    of the mini-batch, the head adds
+
+        loss_box_fit = box_fit_weight / |B| * sum_{k in B} sum_c BCE(s_kc, 0)
+
+    (every class logit towards background; 0 when B is empty). ``loss_cls`` is unchanged:
+    the anchors stay in the unlabeled set of the PU risk.
+
+    Args:
+        box_fit_weight (float): Weight of the box-fit term, >= 0; 0 (default) leaves it
+            out.
+        box_fit_iou (float): IoU with a labeled box from which a negative anchor is a
+            box-fit negative, in (0, 1).
+        box_fit_cover (float, optional): Share of a labeled box covered from which a
+            negative anchor is a box-fit negative, in (0, 1]; None: the IoU rule alone.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, box_fit_weight: float = 0.0, box_fit_iou: float = 0.25,
+                 box_fit_cover: Optional[float] = 0.7, **kwargs) -> None:
         loss_cls = kwargs.get('loss_cls')
         if loss_cls is not None and 'use_sigmoid' not in loss_cls:
             loss_type = loss_cls.get('type')
@@ -89,6 +116,18 @@ class BatchClsLossMixin:
         check_num_classes = getattr(self.loss_cls, 'check_num_classes', None)
         if check_num_classes is not None:
             check_num_classes(self.num_classes)
+        check_box_fit_args(box_fit_iou, box_fit_cover, box_fit_weight, 'bbox_head')
+        if box_fit_weight > 0 and not isinstance(getattr(self, 'prior_generator', None),
+                                                 AnchorGenerator):
+            raise ValueError(f'bbox_head.box_fit_weight: {type(self).__name__} places no '
+                             'anchors; box-fit negatives need an anchor head (RetinaNet, '
+                             'ATSS, GFL)')
+        if box_fit_weight > 0 and not self.use_sigmoid_cls:
+            raise ValueError('bbox_head.box_fit_weight: box-fit negatives of a dense head '
+                             'need a sigmoid classifier (loss_cls.use_sigmoid=True)')
+        self.box_fit_weight = float(box_fit_weight)
+        self.box_fit_iou = float(box_fit_iou)
+        self.box_fit_cover = box_fit_cover
 
     def loss_by_feat(self, *args, **kwargs) -> dict:
         """The head's ``loss_by_feat`` with one ``loss_cls`` call for the mini-batch.
@@ -123,10 +162,58 @@ class BatchClsLossMixin:
         if len(reductions) != 1:
             raise ValueError(f'cannot pool the per-level classification losses: the '
                              f'head passed different reduction_override {reductions}')
+        cls_score = _concat([call.cls_score for call in calls])
         losses['loss_cls'] = self.loss_cls(
-            _concat([call.cls_score for call in calls]), target, weight,
-            avg_factor=avg_factor, reduction_override=reductions.pop())
+            cls_score, target, weight, avg_factor=avg_factor,
+            reduction_override=reductions.pop())
+        if self.box_fit_weight > 0:
+            given = inspect.signature(super().loss_by_feat).bind(*args, **kwargs).arguments
+            labels = target[0] if isinstance(target, tuple) else target
+            box_fit = self.box_fit_mask(given['cls_scores'], given['batch_gt_instances'],
+                                        labels, weight)
+            losses['loss_box_fit'] = self.box_fit_loss(cls_score, box_fit)
         return losses
+
+    def box_fit_mask(self, cls_scores: List[Tensor], batch_gt_instances: list,
+                     labels: Tensor, weight: Optional[Tensor]) -> Tensor:
+        """``(num_samples,)`` bool, True for the box-fit negatives, in the pooled order
+        (level, image, location, anchor) of ``labels`` and ``weight``.
+
+        Raises:
+            RuntimeError: the anchors are not as many as the pooled samples.
+        """
+        featmap_sizes = [score.shape[-2:] for score in cls_scores]
+        level_anchors = self.prior_generator.grid_priors(featmap_sizes,
+                                                         device=cls_scores[0].device)
+        masks = []
+        for anchors in level_anchors:
+            for gt in batch_gt_instances:
+                boxes = get_box_tensor(gt.bboxes)
+                if not len(boxes):
+                    masks.append(anchors.new_zeros(len(anchors), dtype=torch.bool))
+                    continue
+                max_iou = bbox_overlaps(anchors, boxes).max(dim=1).values
+                max_cover = bbox_overlaps(boxes, anchors, mode='iof').max(dim=0).values
+                masks.append(box_fit_rule(max_iou, max_cover, self.box_fit_iou,
+                                          self.box_fit_cover))
+        mask = torch.cat(masks)
+        if mask.numel() != labels.numel():
+            raise RuntimeError(f'{type(self).__name__}: {mask.numel()} anchors for '
+                               f'{labels.numel()} pooled classification samples')
+        mask &= (labels < 0) | (labels >= self.num_classes)  # no positive
+        if weight is not None:
+            mask &= weight.reshape(mask.numel(), -1).amax(dim=1) > 0  # not ignored
+        return mask
+
+    def box_fit_loss(self, cls_score: Tensor, box_fit: Tensor) -> Tensor:
+        """``box_fit_weight`` x the mean over the masked samples of their classes'
+        background binary cross entropies."""
+        if not box_fit.any():
+            return cls_score.sum() * 0
+        logits = cls_score[box_fit]
+        bce = F.binary_cross_entropy_with_logits(logits, torch.zeros_like(logits),
+                                                 reduction='none')
+        return self.box_fit_weight * bce.sum(dim=1).mean()
 
     def batch_avg_factor(self, avg_factor, target):
         """The ``avg_factor`` of the pooled call, from the one passed to each level.

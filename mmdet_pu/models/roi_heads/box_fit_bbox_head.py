@@ -10,6 +10,8 @@ from mmdet.models.roi_heads.bbox_heads import Shared2FCBBoxHead
 from mmdet.models.task_modules.samplers import SamplingResult
 from mmdet.registry import MODELS
 
+from ..box_fit import box_fit_rule, check_box_fit_args
+
 
 @MODELS.register_module()
 class BoxFitShared2FCBBoxHead(Shared2FCBBoxHead):
@@ -48,15 +50,7 @@ class BoxFitShared2FCBBoxHead(Shared2FCBBoxHead):
                  box_fit_weight: float = 1.0,
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        if not 0 < box_fit_iou < 1:
-            raise ValueError('bbox_head.box_fit_iou: expected 0 < box_fit_iou < 1, '
-                             f'got {box_fit_iou!r}')
-        if box_fit_cover is not None and not 0 < box_fit_cover <= 1:
-            raise ValueError('bbox_head.box_fit_cover: expected 0 < box_fit_cover <= 1, '
-                             f'got {box_fit_cover!r}')
-        if not box_fit_weight >= 0:
-            raise ValueError('bbox_head.box_fit_weight: expected box_fit_weight >= 0, '
-                             f'got {box_fit_weight!r}')
+        check_box_fit_args(box_fit_iou, box_fit_cover, box_fit_weight, 'bbox_head')
         if self.loss_cls.use_sigmoid:
             raise ValueError(f'bbox_head.loss_cls: {type(self).__name__} needs a softmax '
                              'classifier (use_sigmoid=False)')
@@ -89,10 +83,8 @@ class BoxFitShared2FCBBoxHead(Shared2FCBBoxHead):
                     "train_cfg.rcnn.sampler.type='OverlapRandomSampler'")
             overlaps = result.neg_max_overlaps
             masks.append(overlaps.new_zeros(result.pos_priors.size(0), dtype=torch.bool))
-            box_fit = overlaps >= self.box_fit_iou
-            if self.box_fit_cover is not None:
-                box_fit |= result.neg_max_coverage >= self.box_fit_cover
-            masks.append(box_fit)
+            masks.append(box_fit_rule(overlaps, result.neg_max_coverage, self.box_fit_iou,
+                                      self.box_fit_cover))
         return torch.cat(masks)
 
     def box_fit_loss(self, cls_score: Tensor, box_fit: Tensor) -> Tensor:

@@ -8,8 +8,8 @@ Usage::
         [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
-Trains the config (the provisional detector; a Faster R-CNN with box-fit negatives, which
-``--no-box-fit`` leaves out), estimates each stage's share of
+Trains the config (the provisional detector; a Faster R-CNN or Cascade R-CNN with box-fit
+negatives, which ``--no-box-fit`` leaves out), estimates each stage's share of
 cells from it on the training split (``tools/estimate_prior.py``; every stage of a
 Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
@@ -74,8 +74,8 @@ def parse_args(argv=None):
                         f'{SELF_TRAIN_UNCERTAIN_SCORE:g}; default: none, they stay '
                         'unlabeled)')
     parser.add_argument('--no-box-fit', dest='box_fit', action='store_false',
-                        help='train a Faster R-CNN config without the box-fit negatives '
-                        'the fit otherwise adds to it')
+                        help='train a Faster R-CNN or Cascade R-CNN config without the '
+                        'box-fit negatives the fit otherwise adds to it')
     parser.add_argument('--seed', type=int, default=0, help='training seed (default 0)')
     parser.add_argument('--cfg-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='passed to every training, test and estimate')

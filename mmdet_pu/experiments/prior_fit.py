@@ -2,10 +2,10 @@
 (``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
 synthetic regimes").
 
-Every training of a Faster R-CNN config (one ``Shared2FCBBoxHead``, a ``RandomSampler``)
-learns the box-fit negatives of its labeled cells (:data:`BOX_FIT_OPTIONS`,
-docs/method.md#box-fit-negatives) unless ``box_fit=False``; other detectors train as
-configured. In ``<work dir>``:
+Every training of a Faster R-CNN or Cascade R-CNN config (softmax ``Shared2FCBBoxHead``
+RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
+(:func:`box_fit_options`, docs/method.md#box-fit-negatives) unless ``box_fit=False``;
+dense detectors train as configured. In ``<work dir>``:
 
 1. ``provisional/``: the config trained and tested as it is (its priors are a start);
 2. ``estimate.json``: each stage's share of cells among the samples it draws, estimated
@@ -78,10 +78,11 @@ SELF_TRAIN_INITS = ('scratch', 'chosen')
 #: the best criterion among all of them.
 FINAL_CHOICES = ('self_trained', 'criterion')
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
-#: The options that give a Faster R-CNN config box-fit negatives (its RoI head learns the
-#: badly fitting boxes of the labeled cells as background).
-BOX_FIT_OPTIONS = ('model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
-                   'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler')
+#: The options that give one RoI box head and its sampler box-fit negatives (the head
+#: learns the badly fitting boxes of the labeled cells as background), formatted with the
+#: head's and the sampler's keys.
+BOX_FIT_OPTIONS = ('{head}.type=BoxFitShared2FCBBoxHead',
+                   '{sampler}.type=OverlapRandomSampler')
 
 
 def load_fit_config(config: str, cfg_options: Sequence[str] = ()) -> Config:
@@ -92,20 +93,33 @@ def load_fit_config(config: str, cfg_options: Sequence[str] = ()) -> Config:
 
 
 def box_fit_options(cfg: Config) -> List[str]:
-    """:data:`BOX_FIT_OPTIONS` if ``cfg`` (:func:`load_fit_config`) is a Faster R-CNN
-    whose RoI head is a softmax ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``;
-    ``[]`` for one that learns box-fit negatives already, and for the others (dense
-    detectors, Cascade R-CNN's list of heads, a sigmoid RoI classifier), which have no
-    box-fit head."""
+    """The options that give every RoI box head of ``cfg`` (:func:`load_fit_config`)
+    box-fit negatives: Faster R-CNN's head, or each stage of Cascade R-CNN, that is a
+    softmax ``Shared2FCBBoxHead`` sampling with a ``RandomSampler``
+    (:data:`BOX_FIT_OPTIONS` per head). ``[]`` when not every head is one: a config
+    that learns box-fit negatives already, and the others (dense detectors, a sigmoid
+    RoI classifier), which have no box-fit head."""
     model = cfg.get('model', {})
-    head = model.get('roi_head', {}).get('bbox_head')
+    heads = model.get('roi_head', {}).get('bbox_head')
     rcnn = (model.get('train_cfg') or {}).get('rcnn')
-    sampler = rcnn.get('sampler') if isinstance(rcnn, dict) else None
-    softmax = isinstance(head, dict) and not head.get('loss_cls', {}).get('use_sigmoid')
-    if (type_name(head) == 'Shared2FCBBoxHead' and softmax
-            and type_name(sampler) == 'RandomSampler'):
-        return list(BOX_FIT_OPTIONS)
-    return []
+    head_key, rcnn_key = 'model.roi_head.bbox_head', 'model.train_cfg.rcnn'
+    if isinstance(heads, dict) and isinstance(rcnn, dict):
+        stages = [(head_key, heads, rcnn_key, rcnn)]
+    elif isinstance(heads, (list, tuple)) and isinstance(rcnn, (list, tuple)) \
+            and len(heads) == len(rcnn):
+        stages = [(f'{head_key}.{i}', head, f'{rcnn_key}.{i}', stage)
+                  for i, (head, stage) in enumerate(zip(heads, rcnn))]
+    else:
+        return []
+    options = []
+    for head_path, head, rcnn_path, stage in stages:
+        softmax = isinstance(head, dict) and not head.get('loss_cls', {}).get('use_sigmoid')
+        if not (type_name(head) == 'Shared2FCBBoxHead' and softmax
+                and type_name(stage.get('sampler')) == 'RandomSampler'):
+            return []
+        options += [option.format(head=head_path, sampler=f'{rcnn_path}.sampler')
+                    for option in BOX_FIT_OPTIONS]
+    return options
 
 
 def factor_dir(factor: float) -> str:
@@ -246,8 +260,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
               self_train_init: str = 'scratch') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
-    ``box_fit``: every training of a Faster R-CNN config learns box-fit negatives
-    (:func:`box_fit_options`, put before ``cfg_options``).
+    ``box_fit``: every training of a Faster R-CNN or Cascade R-CNN config learns
+    box-fit negatives (:func:`box_fit_options`, put before ``cfg_options``).
 
     ``self_train_loss``: the self-training round's classification loss, one of
     :data:`SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors (``'pu'``) or

@@ -25,20 +25,37 @@ def test_command_line_input_errors(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+#: What gives Faster R-CNN's RoI head box-fit negatives.
+FASTER_BOX_FIT = ['model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
+                  'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler']
+#: The same for each of Cascade R-CNN's three stages.
+CASCADE_BOX_FIT = [option for i in range(3) for option in (
+    f'model.roi_head.bbox_head.{i}.type=BoxFitShared2FCBBoxHead',
+    f'model.train_cfg.rcnn.{i}.sampler.type=OverlapRandomSampler')]
+
+
 @pytest.mark.parametrize('config, options, added', [
-    ('synthetic/synthetic_keep1_pu.py', [], True),
-    ('pu/mitos14_vgg16_keep1_pu.py', [], True),
-    ('synthetic/synthetic_keep1_pu.py', list(fit.BOX_FIT_OPTIONS), False),  # has them
-    ('real/mnfinder_keep1_pu_boxfit.py', [], False),
-    ('dense/synthetic_retinanet_keep1_pu.py', [], False),  # no RoI head
-    ('dense/synthetic_cascade-rcnn_keep1_pu.py', [], False),  # a head per stage
-    ('pu/nucls_mpu.py', [], True),  # MultiPULoss: softmax
+    ('synthetic/synthetic_keep1_pu.py', [], FASTER_BOX_FIT),
+    ('pu/mitos14_vgg16_keep1_pu.py', [], FASTER_BOX_FIT),
+    ('synthetic/synthetic_keep1_pu.py', FASTER_BOX_FIT, []),  # has them
+    ('real/mnfinder_keep1_pu_boxfit.py', [], []),
+    ('dense/synthetic_retinanet_keep1_pu.py', [], []),  # no RoI head
+    ('dense/synthetic_cascade-rcnn_keep1_pu.py', [], CASCADE_BOX_FIT),  # each stage
+    ('real/mnfinder_cascade-rcnn_keep1_pu_boxfit.py', [], []),
+    ('real/mnfinder_cascade-rcnn_keep1_pu.py', CASCADE_BOX_FIT[:2], []),  # one stage has
+    ('pu/nucls_mpu.py', [], FASTER_BOX_FIT),  # MultiPULoss: softmax
     ('synthetic/synthetic_keep1_pu.py',
-     ['model.roi_head.bbox_head.loss_cls.use_sigmoid=True'], False),
+     ['model.roi_head.bbox_head.loss_cls.use_sigmoid=True'], []),
 ])
-def test_box_fit_negatives_are_added_to_faster_rcnn_configs_only(config, options, added):
+def test_box_fit_negatives_are_added_to_every_roi_head_that_can_learn_them(
+        config, options, added):
     found = fit.box_fit_options(fit.load_fit_config(str(REPO / 'configs' / config), options))
-    assert found == (list(fit.BOX_FIT_OPTIONS) if added else [])
+    assert found == added
+    if added:  # the options build the box-fit heads
+        cfg = fit.load_fit_config(str(REPO / 'configs' / config), [*options, *found])
+        heads = cfg.model.roi_head.bbox_head
+        assert all(head.type == 'BoxFitShared2FCBBoxHead'
+                   for head in (heads if isinstance(heads, list) else [heads]))
 
 
 def test_self_training_needs_a_cell_dataset_after_the_options(tmp_path):
@@ -95,12 +112,12 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     names = [row['name'] for row in summary['trainings']]
     assert names == ['provisional', 'x0.5', 'x2', 'self_trained']
     # every training learns box-fit negatives (a Faster R-CNN config)
-    assert summary['box_fit_options'] == list(fit.BOX_FIT_OPTIONS)
+    assert summary['box_fit_options'] == FASTER_BOX_FIT
     for name in names:
         options = json.loads((work / name / 'run.json').read_text())['options']
-        assert options[:2] == list(fit.BOX_FIT_OPTIONS)
+        assert options[:2] == FASTER_BOX_FIT
     # the chosen training's options but the seed: its config with them trains it again
-    assert summary['chosen_cfg_options'][:3] == [*fit.BOX_FIT_OPTIONS, given]
+    assert summary['chosen_cfg_options'][:3] == [*FASTER_BOX_FIT, given]
     assert not any(o.startswith('randomness.seed=') for o in summary['chosen_cfg_options'])
     pseudo = json.loads((work / 'pseudo_labels.json').read_text())
     assert pseudo['score_thr'] >= fit.SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2

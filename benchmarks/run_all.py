@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = [
     ('PU vs each detector\'s own loss, training step', 'loss_overhead.py', ['--rounds', '30'],
      ['--rounds', '5']),
+    ('PU with box-fit negatives vs each detector\'s own loss, training step',
+     'loss_overhead.py', ['--rounds', '30', '--box-fit'], ['--rounds', '5', '--box-fit']),
     ('PriorUpdateHook overhead', 'prior_hook_overhead.py', ['--iters', '20'],
      ['--iters', '4']),
     ('tiled inference throughput', 'tiled_inference_throughput.py', ['--rounds', '5'],

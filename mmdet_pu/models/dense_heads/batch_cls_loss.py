@@ -185,18 +185,20 @@ class BatchClsLossMixin:
         featmap_sizes = [score.shape[-2:] for score in cls_scores]
         level_anchors = self.prior_generator.grid_priors(featmap_sizes,
                                                          device=cls_scores[0].device)
-        masks = []
-        for anchors in level_anchors:
-            for gt in batch_gt_instances:
-                boxes = get_box_tensor(gt.bboxes)
-                if not len(boxes):
-                    masks.append(anchors.new_zeros(len(anchors), dtype=torch.bool))
-                    continue
-                max_iou = bbox_overlaps(anchors, boxes).max(dim=1).values
-                max_cover = bbox_overlaps(boxes, anchors, mode='iof').max(dim=0).values
-                masks.append(box_fit_rule(max_iou, max_cover, self.box_fit_iou,
+        anchors = torch.cat(level_anchors)
+        per_image = []  # (A,) per image, all levels: one overlap computation per image
+        for gt in batch_gt_instances:
+            boxes = get_box_tensor(gt.bboxes)
+            if not len(boxes):
+                per_image.append(anchors.new_zeros(len(anchors), dtype=torch.bool))
+                continue
+            max_iou = bbox_overlaps(anchors, boxes).max(dim=1).values
+            max_cover = bbox_overlaps(boxes, anchors, mode='iof').max(dim=0).values
+            per_image.append(box_fit_rule(max_iou, max_cover, self.box_fit_iou,
                                           self.box_fit_cover))
-        mask = torch.cat(masks)
+        # (image, level anchors) -> the pooled order: level by level, images within
+        by_level = torch.stack(per_image).split([len(a) for a in level_anchors], dim=1)
+        mask = torch.cat([level.reshape(-1) for level in by_level])
         if mask.numel() != labels.numel():
             raise RuntimeError(f'{type(self).__name__}: {mask.numel()} anchors for '
                                f'{labels.numel()} pooled classification samples')

@@ -128,6 +128,8 @@ class BatchClsLossMixin:
         self.box_fit_weight = float(box_fit_weight)
         self.box_fit_iou = float(box_fit_iou)
         self.box_fit_cover = box_fit_cover
+        # names the positional arguments of the head's loss_by_feat (they differ per head)
+        self._head_loss_signature = inspect.signature(super().loss_by_feat)
 
     def loss_by_feat(self, *args, **kwargs) -> dict:
         """The head's ``loss_by_feat`` with one ``loss_cls`` call for the mini-batch.
@@ -167,7 +169,7 @@ class BatchClsLossMixin:
             cls_score, target, weight, avg_factor=avg_factor,
             reduction_override=reductions.pop())
         if self.box_fit_weight > 0:
-            given = inspect.signature(super().loss_by_feat).bind(*args, **kwargs).arguments
+            given = self._head_loss_signature.bind(*args, **kwargs).arguments
             labels = target[0] if isinstance(target, tuple) else target
             box_fit = self.box_fit_mask(given['cls_scores'], given['batch_gt_instances'],
                                         labels, weight)

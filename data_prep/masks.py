@@ -4,7 +4,8 @@ Usage::
 
     python data_prep/prepare.py masks --images IMAGES --masks MASKS --out OUT \\
         [--rgb-ids GB] [--class nucleus] [--group-regex REGEX] \\
-        [--val-regex REGEX --test-regex REGEX [--test-regex REGEX ...]] [--tile 256]
+        [--val-regex REGEX --test-regex REGEX [--test-regex REGEX ...]] [--tile 256] \\
+        [--percentiles 0.1 99.9] [--stretch {deep,all}]
 
 Every image below ``--images`` (PNG, TIFF, JPEG, BMP, any case; searched recursively,
 leaving out ``--masks`` when it lies inside) is paired with the label image of the same
@@ -14,7 +15,8 @@ integer id per instance and 0 for background: 8/16/32-bit grey, a palette PNG, o
 packed in RGB(A) channels (``--rgb-ids GB``: ``id = G * 256 + B``, alpha 0 is
 background). Each instance becomes a box (all its pixels) and a centre point (its mean
 pixel), the COCO layout of docs/design.md. Intensity images of more than 8 bits
-(fluorescence) are stretched between the ``--percentiles``.
+(fluorescence) are stretched between the ``--percentiles``; ``--stretch all`` stretches
+8-bit images too, so that sets of different bit depths and exposures share one scale.
 
 Defined outcomes:
 
@@ -45,9 +47,10 @@ from data_prep.splits import (compile_group_regex, fold_ratios, group_of,
                               split_by_patterns, split_groups)
 from data_prep.writer import SourceImage, add_common_arguments, write_dataset
 from mmdet_pu.io.images import ArrayReader
-from mmdet_pu.io.instance_masks import (STRETCH_PERCENTILES, check_instance_ids,
-                                        check_percentiles, instances, parse_channels,
-                                        read_intensity_image, read_label_image)
+from mmdet_pu.io.instance_masks import (STRETCH_MODES, STRETCH_PERCENTILES,
+                                        check_instance_ids, check_percentiles, instances,
+                                        parse_channels, read_intensity_image,
+                                        read_label_image)
 
 IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.jpg', '.jpeg', '.bmp')
 MASK_SUFFIXES = ('.png', '.tif', '.tiff')
@@ -97,6 +100,11 @@ def add_image_arguments(parser, tile):
                         default=list(STRETCH_PERCENTILES), metavar=('LOW', 'HIGH'),
                         help='images of more than 8 bits are stretched between these '
                              'percentiles, 0 <= LOW < HIGH <= 100 (default %(default)s)')
+    parser.add_argument('--stretch', choices=STRETCH_MODES, default='deep',
+                        help='which images are stretched between the --percentiles: '
+                             'deep (more than 8 bits; 8-bit images are kept as they are) '
+                             'or all (each image on its own, 8-bit ones too; for sets '
+                             'mixing bit depths or exposures) (default %(default)s)')
     add_common_arguments(parser, tile=tile, overlap=0, n_folds=None)
 
 
@@ -198,14 +206,14 @@ def _check_unpaired(labels, left_out, images_dir):
 
 
 def load_pair(source, image_path, mask_path, group, channels=None,
-              percentiles=STRETCH_PERCENTILES):
+              percentiles=STRETCH_PERCENTILES, stretch='deep'):
     """``(SourceImage, n_instances, n_ids_in_pieces)`` of an image and its label image.
 
     Raises:
         ValueError: the two sizes differ (naming both files), an unreadable file, or a
             label image that looks binary or semantic (:func:`check_instance_ids`).
     """
-    pixels = read_intensity_image(image_path, percentiles)
+    pixels = read_intensity_image(image_path, percentiles, stretch)
     ids = read_label_image(mask_path, channels)
     if ids.shape != pixels.shape[:2]:
         raise ValueError(f'label image {mask_path} is {ids.shape[1]}x{ids.shape[0]} but '
@@ -253,7 +261,8 @@ def convert(args, pairs, protect):
     def load_all():
         for source, image_path, mask_path, group in pairs:
             image, n, in_pieces = load_pair(source, image_path, mask_path, group,
-                                            args.rgb_ids, args.percentiles)
+                                            args.rgb_ids, args.percentiles,
+                                            args.stretch)
             counts['instances'] += n
             counts['empty_masks'] += n == 0
             counts['ids_in_pieces'] += in_pieces

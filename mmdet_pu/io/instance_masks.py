@@ -9,7 +9,7 @@ images they annotate.
 * :func:`id_pieces`, :func:`check_instance_ids` -- the 8-connected pieces of each id, and
   the refusal of binary or semantic masks (two pieces per id or more);
 * :func:`read_intensity_image` -- an 8-bit RGB view of a grey or colour image of any bit
-  depth (images of more than 8 bits are stretched between two percentiles).
+  depth (images of more than 8 bits, or every image, stretched between two percentiles).
 
 ``data_prep/prepare.py masks`` converts them. mnfinder ships such label images; most
 other public nuclei datasets must first be exported to them (PNG or TIFF): MoNuSeg
@@ -27,6 +27,8 @@ from .tiff import TIFF_SUFFIXES
 CHANNELS = 'RGBA'
 #: Default percentiles between which an image of more than 8 bits is stretched to 0..255.
 STRETCH_PERCENTILES = (0.1, 99.9)
+#: Which images :func:`to_uint8` stretches: those of more than 8 bits, or every image.
+STRETCH_MODES = ('deep', 'all')
 
 
 def _read_array(path: Path) -> np.ndarray:
@@ -202,12 +204,21 @@ def check_percentiles(low: float, high: float) -> Tuple[float, float]:
     return low, high
 
 
-def to_uint8(array: np.ndarray, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
-    """``array`` as ``uint8``: unchanged when already 8-bit, else stretched linearly so
-    that the ``percentiles`` (low, high; :func:`check_percentiles`) of its values map to
-    0 and 255 (clipped)."""
+def to_uint8(array: np.ndarray, percentiles=STRETCH_PERCENTILES,
+             stretch: str = 'deep') -> np.ndarray:
+    """``array`` as ``uint8``, stretched linearly so that the ``percentiles`` (low, high;
+    :func:`check_percentiles`) of its values map to 0 and 255 (clipped).
+
+    ``stretch='deep'`` leaves an 8-bit array unchanged; ``'all'`` stretches it too, so
+    that images of different bit depths, exposures and cell densities share one
+    intensity scale (the fluorescence practice of per-image percentile normalisation).
+    A colour image is stretched with one pair of values over all its channels.
+    """
     check_percentiles(*percentiles)
-    if array.dtype == np.uint8:
+    if stretch not in STRETCH_MODES:
+        raise ValueError(f'stretch: expected one of {", ".join(STRETCH_MODES)}, got '
+                         f'{stretch!r}')
+    if array.dtype == np.uint8 and stretch == 'deep':
         return array
     values = array.astype(np.float64)
     low, high = np.percentile(values, percentiles)
@@ -217,7 +228,8 @@ def to_uint8(array: np.ndarray, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
     return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
 
 
-def read_intensity_image(path, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
+def read_intensity_image(path, percentiles=STRETCH_PERCENTILES,
+                         stretch: str = 'deep') -> np.ndarray:
     """(H, W, 3) ``uint8`` RGB of a grey or colour image of any bit depth (grey is
     repeated in the three channels, alpha dropped; see :func:`to_uint8`)."""
     path = Path(path)
@@ -231,7 +243,7 @@ def read_intensity_image(path, percentiles=STRETCH_PERCENTILES) -> np.ndarray:
                                    or np.issubdtype(array.dtype, np.floating)):
         raise ValueError(f'{path}: image of {array.dtype} values; expected integers or '
                          'floats')
-    array = to_uint8(array, percentiles)
+    array = to_uint8(array, percentiles, stretch)
     if array.ndim == 2:
         array = np.repeat(array[..., None], 3, axis=2)
     return np.ascontiguousarray(array)

@@ -137,6 +137,29 @@ def test_sixteen_bit_images_are_stretched_to_eight_bits(converted):
     assert pixels.min() == 0 and pixels.max() == 255
 
 
+def test_stretch_all_puts_eight_bit_images_on_the_percentile_scale(tmp_path):
+    ids = np.zeros((64, 64), np.int64)
+    ids[10:30, 10:30] = 1
+    for group in 'abc':  # 8-bit PNGs: background 62, the cell 250
+        write_pair(tmp_path / 'images' / group, tmp_path / 'masks' / group, 'im', ids,
+                   image_suffix='.png')
+    seen = {}
+    for stretch in ('deep', 'all'):
+        out = tmp_path / stretch
+        run_masks(tmp_path, out, '--group-regex', r'^(\w)/', '--stretch', stretch)
+        image = next(iter(load_coco(out, 'train')[0].values()))
+        seen[stretch] = set(np.unique(np.asarray(Image.open(out / 'images' /
+                                                            image['file_name']))))
+    assert seen == {'deep': {62, 250}, 'all': {0, 255}}
+    colour = np.stack([np.full((4, 4), 10), np.full((4, 4), 20), np.full((4, 4), 30)], -1)
+    colour[0, 0] = (40, 50, 60)
+    stretched = to_uint8(colour.astype(np.uint8), (0, 100), 'all')  # one pair, all channels
+    assert stretched[1, 1].tolist() == [0, 51, 102] and stretched[0, 0].tolist()[2] == 255
+    assert to_uint8(colour.astype(np.uint8), (0, 100)).tolist() == colour.tolist()
+    with pytest.raises(ValueError, match="stretch: expected one of deep, all, got 'some'"):
+        to_uint8(colour.astype(np.uint8), (0, 100), 'some')
+
+
 def test_instance_cut_by_a_tile_edge_belongs_to_the_tile_of_its_centre(tmp_path):
     ids = np.zeros((64, 64), np.int64)
     ids[10:20, 26:38] = 1  # straddles x = 32, centre x = 32.0: right tile

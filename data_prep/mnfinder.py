@@ -14,8 +14,11 @@ Raw layout (``--src``: the unzipped wheel, or its ``mnfinder`` folder)::
     mnfinder/{training,validation,test}-data/<set>/nucleus_masks/<stem>.png
 
 The label images pack the instance id in green and blue (``id = G * 256 + B`` where
-alpha > 0). The images are the sets' grey PNGs (8 or 16 bits; 16-bit ones are stretched
-between the ``--percentiles``). Each image's group is ``<set>/<training|validation|test>``.
+alpha > 0). The images are the sets' grey PNGs, 8 bits (RPE-1, the 40x set) or 16 bits
+(U2OS); each is stretched between its own ``--percentiles`` (``--stretch all``, the
+default here), so that the nuclei of the 8-bit sets are as bright as the U2OS ones
+(``--stretch deep`` keeps the 8-bit images as they are). Each image's group is
+``<set>/<training|validation|test>``.
 
 Folds hold out whole sets (:data:`FOLDS`), so a fold's test images come from a cell line
 and microscope its training never saw: fold 0 tests on the U2OS widefield set, fold 1 on
@@ -40,9 +43,9 @@ def add_arguments(parser):
     """Options of ``prepare.py mnfinder``: the layout, ids and folds are fixed, so it
     takes no ``--n-folds`` / ``--seed`` (nothing is drawn)."""
     add_image_arguments(parser, tile=256)
-    parser.set_defaults(rgb_ids=ID_CHANNELS, class_name=CLASS_NAME, group_regex=None,
-                        val_regex=VAL_PATTERN, test_regex=list(FOLDS), n_folds=None,
-                        seed=None)
+    parser.set_defaults(stretch='all', rgb_ids=ID_CHANNELS, class_name=CLASS_NAME,
+                        group_regex=None, val_regex=VAL_PATTERN, test_regex=list(FOLDS),
+                        n_folds=None, seed=None)
 
 
 def package_root(src):

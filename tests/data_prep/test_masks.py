@@ -377,6 +377,8 @@ def test_mnfinder_preset_holds_out_whole_sets(tmp_path):
         assert val and all(s.startswith('validation-data/') for s in val)
     tile = next(iter(load_coco(out, 'train', 0)[0].values()))
     assert (tile['width'], tile['height']) == (160, 144)  # smaller than a 256 px tile
+    pixels = np.asarray(Image.open(out / 'images' / tile['file_name']))
+    assert set(np.unique(pixels)) == {0, 255}  # 8-bit PNGs stretched too (--stretch all)
 
 
 @pytest.mark.parametrize('low, high', [('99', '1'), ('5', '5'), ('1', '101'), ('-1', '50')])

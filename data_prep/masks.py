@@ -98,7 +98,7 @@ def add_image_arguments(parser, tile):
     are fixed: the split options are :func:`add_arguments`'s)."""
     parser.add_argument('--percentiles', type=float, nargs=2, action=PercentilesAction,
                         default=list(STRETCH_PERCENTILES), metavar=('LOW', 'HIGH'),
-                        help='images of more than 8 bits are stretched between these '
+                        help='the images --stretch names are stretched between these '
                              'percentiles, 0 <= LOW < HIGH <= 100 (default %(default)s)')
     parser.add_argument('--stretch', choices=STRETCH_MODES, default='deep',
                         help='which images are stretched between the --percentiles: '

@@ -25,7 +25,7 @@ from .tiff import TIFF_SUFFIXES
 
 #: Channel letters of an RGB(A) label image, in array order.
 CHANNELS = 'RGBA'
-#: Default percentiles between which an image of more than 8 bits is stretched to 0..255.
+#: Default percentiles between which an image is stretched to 0..255 (:func:`to_uint8`).
 STRETCH_PERCENTILES = (0.1, 99.9)
 #: Which images :func:`to_uint8` stretches: those of more than 8 bits, or every image.
 STRETCH_MODES = ('deep', 'all')

@@ -45,7 +45,8 @@ from pathlib import Path
 
 from data_prep.splits import (compile_group_regex, fold_ratios, group_of,
                               split_by_patterns, split_groups)
-from data_prep.writer import SourceImage, add_common_arguments, write_dataset
+from data_prep.writer import (SourceImage, add_common_arguments, command_options,
+                              write_dataset)
 from mmdet_pu.io.images import ArrayReader
 from mmdet_pu.io.instance_masks import (STRETCH_MODES, STRETCH_PERCENTILES,
                                         check_instance_ids, check_percentiles, instances,
@@ -271,7 +272,8 @@ def convert(args, pairs, protect):
     summary = write_dataset(
         args.out, [args.class_name], load_all(), splits, tile=args.tile or None,
         overlap=args.overlap, drop_empty_tiles=args.drop_empty_tiles,
-        overwrite=args.overwrite, src=protect, total=len(pairs), progress=args.progress)
+        overwrite=args.overwrite, src=protect, total=len(pairs), progress=args.progress,
+        options=command_options(args))
     summary['raw'] = counts
     print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items()))
     return summary

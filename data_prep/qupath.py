@@ -82,7 +82,7 @@ from data_prep.qupath_crops import source_images, split_by_region_if_needed
 from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
                                      report_lines, totals)
 from data_prep.splits import compile_group_regex, group_of, split_groups
-from data_prep.writer import add_common_arguments, write_dataset
+from data_prep.writer import add_common_arguments, command_options, write_dataset
 from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
 from mmdet_pu.io.geometry import box_gap, box_meets_image
 from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathFile, QuPathObject,
@@ -367,7 +367,8 @@ def prepare(args):
         summary = write_dataset(
             tmp, classes, images, splits, tile=args.tile or None, overlap=args.overlap,
             box_size=args.box_size, drop_empty_tiles=args.drop_empty_tiles,
-            src=args.src, total=len(images), progress=args.progress)
+            src=args.src, total=len(images), progress=args.progress,
+            options=command_options(args))
         add_category_colors(tmp, colors)
         write_json_atomic(Path(tmp) / REPORT_FILE, report, indent=1)
     summary.update(raw=counts, colors=report['colors'], report=report)

@@ -79,13 +79,16 @@ Output (``OUT``)
 * ``annotations/fold<k>/test_whole.json``: whole test images (``x0, y0`` = the origin,
   ``0, 0`` for a whole source) with ``tiles`` = ``[[x, y, w, h], ...]`` (the full tile
   grid, in pixels of the whole image's PNG) and annotations in its coordinates;
-* ``splits.json``: the :func:`~data_prep.splits.split_groups` result.
+* ``splits.json``: the :func:`~data_prep.splits.split_groups` result;
+* ``prepare.json``: the command's options (:func:`command_options`: the dataset and every
+  option as parsed, defaults included), so that two conversions that differ only in an
+  option (``--stretch``, ``--percentiles``, ``--tile``) are told apart.
 
 ``drop_empty_tiles`` (TUPAC) leaves tiles without cells out of train/val/test json and
 PNGs; ``test_whole.json`` still lists the full grid.
 """
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -217,13 +220,27 @@ def add_common_arguments(parser, tile, overlap, box_size=None, n_folds=1, seed=0
     parser.set_defaults(drop_empty_tiles=drop_empty_tiles)
 
 
+def command_options(args):
+    """The parsed options of a conversion as JSON values (paths as strings), without
+    those that do not change what is written (``overwrite``, ``progress``)."""
+    def plain(value):
+        if isinstance(value, PurePath):
+            return str(value)
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return {key: plain(value) for key, value in sorted(vars(args).items())
+            if key not in ('overwrite', 'progress')}
+
+
 def write_from_args(args, categories, images, splits, total=None):
     """:func:`write_dataset` configured by the options of :func:`add_common_arguments`."""
     return write_dataset(
         args.out, categories, images, splits, tile=args.tile or None,
         overlap=args.overlap, box_size=getattr(args, 'box_size', None),
         drop_empty_tiles=args.drop_empty_tiles, overwrite=args.overwrite,
-        src=args.src, total=total, progress=args.progress)
+        src=args.src, total=total, progress=args.progress, options=command_options(args))
 
 
 def write_raw_dataset(args, categories, images, counts):
@@ -245,7 +262,7 @@ def write_raw_dataset(args, categories, images, counts):
 
 def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size=None,
                   drop_empty_tiles=False, overwrite=False, src=None, total=None,
-                  progress=True):
+                  progress=True, options=None):
     """Tile ``images`` and write images, COCO files and splits.json to ``out_dir``.
 
     Args:
@@ -262,6 +279,8 @@ def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size
             not overlap one).
         total: number of images, for the progress bar.
         progress: show a tqdm progress bar.
+        options: the conversion's options (:func:`command_options`), written as
+            ``prepare.json``; ``None`` writes none.
 
     Returns:
         summary dict: ``images`` (source images), ``tile_images`` (tile PNGs written),
@@ -303,6 +322,8 @@ def write_dataset(out_dir, categories, images, splits, tile, overlap=0, box_size
                 write_json_atomic(tmp / 'annotations' / f'fold{k}' / f'{name}.json', coco)
                 summary['folds'][k][name] = _count(coco, categories)
         write_json_atomic(tmp / 'splits.json', splits)
+        if options is not None:
+            write_json_atomic(tmp / 'prepare.json', options, indent=1)
     return summary
 
 

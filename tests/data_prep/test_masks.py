@@ -379,6 +379,9 @@ def test_mnfinder_preset_holds_out_whole_sets(tmp_path):
     assert (tile['width'], tile['height']) == (160, 144)  # smaller than a 256 px tile
     pixels = np.asarray(Image.open(out / 'images' / tile['file_name']))
     assert set(np.unique(pixels)) == {0, 255}  # 8-bit PNGs stretched too (--stretch all)
+    options = json.loads((out / 'prepare.json').read_text())
+    assert (options['dataset'], options['stretch']) == ('mnfinder', 'all')
+    assert options['src'] == str(tmp_path / 'raw') and len(options['percentiles']) == 2
 
 
 @pytest.mark.parametrize('low, high', [('99', '1'), ('5', '5'), ('1', '101'), ('-1', '50')])

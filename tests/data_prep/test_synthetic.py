@@ -68,6 +68,10 @@ def test_prepare_cli_writes_the_layout(tmp_path, capsys):
     assert whole['images'][0]['mpp'] == 0.5  # the resolution the images stand for
     splits = json.loads((out / 'splits.json').read_text())
     assert sorted(splits['assignment']) == [f'multi_{i:04d}.png' for i in range(6)]
+    options = json.loads((out / 'prepare.json').read_text())  # what made this folder
+    assert options['dataset'] == 'synthetic' and options['variant'] == 'multi'
+    assert (options['tile'], options['num_images'], options['out']) == (128, 6, str(out))
+    assert 'progress' not in options and 'overwrite' not in options
     # the same image index gives the same image whatever --num-images is
     other = tmp_path / 'more'
     prepare.main(['synthetic', '--out', str(other), '--variant', 'multi',

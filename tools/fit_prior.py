@@ -5,6 +5,7 @@ Usage::
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
         [--no-self-train | --self-train-loss {pu,own} --final {self-trained,criterion}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
+        [--pseudo-labels-from {provisional,chosen}]
         [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
@@ -14,8 +15,9 @@ cells from it on the training split (``tools/estimate_prior.py``; every stage of
 Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
 the best Lee & Liu criterion on the validation split (recall^2 / detections per image);
-then trains once more with that detector's confident detections on the training split
-added as pseudo-labels (self-training; ``--no-self-train`` leaves it out;
+then trains once more at that training's priors with the provisional detector's
+confident detections on the training split added as pseudo-labels (self-training;
+``--pseudo-labels-from chosen``: the chosen detector's; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
@@ -33,8 +35,9 @@ import argparse
 import os.path as osp
 import sys
 
-from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES, SELF_TRAIN_LOSSES,
-                                            SELF_TRAIN_INITS, SELF_TRAIN_MIN_SCORE,
+from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES,
+                                            PSEUDO_LABEL_SOURCES, SELF_TRAIN_INITS,
+                                            SELF_TRAIN_LOSSES, SELF_TRAIN_MIN_SCORE,
                                             SELF_TRAIN_UNCERTAIN_SCORE, fit_prior,
                                             format_summary)
 from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
@@ -59,8 +62,13 @@ def parse_args(argv=None):
                         "losses at the chosen priors (default) or the detector's own")
     parser.add_argument('--self-train-init', choices=SELF_TRAIN_INITS, default='scratch',
                         help="where the self-training round starts: the config's "
-                        'initialisation (default) or the weights of the detector whose '
-                        'pseudo-labels it learns')
+                        "initialisation (default) or the weights of the criterion's "
+                        'choice, whose priors it trains at')
+    parser.add_argument('--pseudo-labels-from', choices=PSEUDO_LABEL_SOURCES,
+                        default='provisional',
+                        help="whose confident detections the self-training round learns: "
+                        "the provisional detector's (default) or those of the criterion's "
+                        'choice; the round trains at the chosen priors either way')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='self-trained',
                         help='what the fit returns after self-training: the self-trained '
@@ -97,6 +105,7 @@ def main(argv=None):
                         final=args.final.replace('-', '_'), box_fit=args.box_fit,
                         uncertain_score=args.uncertain_score,
                         self_train_init=args.self_train_init,
+                        pseudo_labels_from=args.pseudo_labels_from,
                         echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
           'fit_prior.png and fit_prior.pth')

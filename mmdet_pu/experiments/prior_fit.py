@@ -22,10 +22,11 @@ dense detectors train as configured. In ``<work dir>``:
    (:func:`mmdet_pu.prior.selection.choose_by_pu_criterion`), which needs only the
    labeled cells and sees the false positives of a bold prior as well as the misses of a
    timid one;
-5. ``self_trained/`` (unless ``self_train=False``): the chosen detector's confident
+5. ``self_trained/`` (unless ``self_train=False``): the provisional detector's confident
    detections on the training split (score at least the threshold its validation
-   selected, :mod:`mmdet_pu.experiments.pseudo_labels`) are added to the training labels as
-   pseudo-labels (``pseudo_labels.json``), and the config is trained once more at the
+   selected, :mod:`mmdet_pu.experiments.pseudo_labels`; ``pseudo_labels_from='chosen'``:
+   the chosen detector's) are added to the training labels as pseudo-labels
+   (``pseudo_labels.json``), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
    up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
@@ -72,8 +73,12 @@ SELF_TRAIN_MIN_SCORE = 0.5
 #: ``--uncertain-score`` suggests: the round learns it neither as a cell nor as background.
 SELF_TRAIN_UNCERTAIN_SCORE = 0.1
 #: Where the self-training round starts: the config's initialisation, or the weights of
-#: the detector whose pseudo-labels it learns (fine-tuning it).
+#: the criterion's choice, whose priors it trains at (fine-tuning it).
 SELF_TRAIN_INITS = ('scratch', 'chosen')
+#: Whose detections become the self-training round's pseudo-labels: the provisional
+#: detector's (the config's priors), or those of the criterion's choice. The round trains
+#: at the chosen priors either way.
+PSEUDO_LABEL_SOURCES = ('provisional', 'chosen')
 #: What a fit that self-trains returns: the self-trained detector, or the training with
 #: the best criterion among all of them.
 FINAL_CHOICES = ('self_trained', 'criterion')
@@ -172,38 +177,40 @@ def check_pseudo_source(pseudo: str, checkpoint: str,
                          'and the self_trained folder beside it')
 
 
-def self_training_run(config: str, work_dir: str, options: Sequence[str], chosen: dict,
+def self_training_run(config: str, work_dir: str, options: Sequence[str], source: dict,
                       echo: Callable[[str], None], loss: str = 'pu',
                       uncertain_score: Optional[float] = None,
-                      ignoring: Sequence[str] = (), init: str = 'scratch') -> Run:
-    """The training on the labels plus ``chosen``'s pseudo-labels (``options``: the
-    chosen training's own), the file written first if absent; with ``loss='own'`` the
+                      ignoring: Sequence[str] = (),
+                      init_from: Optional[str] = None) -> Run:
+    """The training on the labels plus the pseudo-labels of the training ``source`` (a
+    row of the fit), the file written first if absent, with ``options`` (the options of
+    the training whose priors the round takes); with ``loss='own'`` the
     config with the detector's own classification losses
     (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
     inside them (the priors). With ``uncertain_score`` and ``ignoring`` (the config's
     :func:`~.pseudo_labels.ignore_options`) the detections from ``uncertain_score`` up to
-    the pseudo-labels' threshold are ignored regions of the round. ``init='chosen'``
-    starts the round from ``chosen``'s checkpoint (``load_from``) instead of the config's
+    the pseudo-labels' threshold are ignored regions of the round. ``init_from``: a
+    checkpoint the round starts from (``load_from``) instead of the config's
     initialisation."""
     pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
     uncertain_thr = uncertain_score if ignoring else None
-    check_pseudo_source(pseudo, chosen['checkpoint'], uncertain_thr)
+    check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
     if not osp.isfile(pseudo):
-        score_thr = max(SELF_TRAIN_MIN_SCORE, chosen['val_score_thr'] or 0.0)
-        found = write_pseudo_labels(config, chosen['checkpoint'], pseudo, options,
+        score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr'] or 0.0)
+        found = write_pseudo_labels(config, source['checkpoint'], pseudo, options,
                                     score_thr=score_thr, uncertain_thr=uncertain_thr)
         band = ('' if uncertain_thr is None else
                 f'; {found["num_uncertain"]} uncertain detections at {uncertain_thr:g} <= '
                 f'score < {score_thr:g} ignored')
         echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
              f'labeled ones on {found["num_images"]} training images (score >= '
-             f'{score_thr:g}, {chosen["name"]}){band}')
+             f'{score_thr:g}, {source["name"]}){band}')
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)
         config, options = own_config, own_loss_options(options, replaced)
     ignored = list(ignoring) if uncertain_thr is not None else []
-    start = [f'load_from={osp.abspath(chosen["checkpoint"])}'] if init == 'chosen' else []
+    start = [] if init_from is None else [f'load_from={osp.abspath(init_from)}']
     return Run(config, osp.join(work_dir, 'self_trained'),
                [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}', *ignored,
                 *start], name='self_trained')
@@ -257,7 +264,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
               self_train_loss: str = 'pu', final: str = 'self_trained',
               box_fit: bool = True,
               uncertain_score: Optional[float] = None,
-              self_train_init: str = 'scratch') -> dict:
+              self_train_init: str = 'scratch',
+              pseudo_labels_from: str = 'provisional') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     ``box_fit``: every training of a Faster R-CNN or Cascade R-CNN config learns
@@ -271,12 +279,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     None: none; a config without an assigner that can ignore,
     :func:`~.pseudo_labels.ignore_options`, ignores none).
     ``self_train_init``: where the round starts, one of :data:`SELF_TRAIN_INITS`.
+    ``pseudo_labels_from``: whose detections the round learns, one of
+    :data:`PSEUDO_LABEL_SOURCES`.
 
     Raises:
-        ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final`` or
-            ``self_train_init``, an ``uncertain_score`` outside [0,
-            :data:`SELF_TRAIN_MIN_SCORE`), or a work dir holding runs or pseudo-labels of
-            other options.
+        ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final``,
+            ``self_train_init`` or ``pseudo_labels_from``, an ``uncertain_score``
+            outside [0, :data:`SELF_TRAIN_MIN_SCORE`), or a work dir holding runs or
+            pseudo-labels of other options.
         RuntimeError: a training or the estimate failed, or no training detects a
             labeled validation cell (the criterion cannot choose).
     """
@@ -290,6 +300,9 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     if self_train_init not in SELF_TRAIN_INITS:
         raise ValueError(f'self_train_init: expected one of {SELF_TRAIN_INITS}, got '
                          f'{self_train_init!r}')
+    if pseudo_labels_from not in PSEUDO_LABEL_SOURCES:
+        raise ValueError(f'pseudo_labels_from: expected one of {PSEUDO_LABEL_SOURCES}, '
+                         f'got {pseudo_labels_from!r}')
     if uncertain_score is not None and not 0 <= uncertain_score < SELF_TRAIN_MIN_SCORE:
         raise ValueError(f'uncertain_score: expected 0 <= uncertain_score < '
                          f'{SELF_TRAIN_MIN_SCORE:g} or None, got {uncertain_score!r}')
@@ -335,20 +348,24 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
             echo('no assigner of this config can ignore samples (mmdet\'s '
                  'ignore_iof_thr): the round learns the uncertain detections as '
                  'unlabeled as before')
-        run = self_training_run(config, work_dir, trained[chosen['name']].options, chosen,
+        source = rows[0] if pseudo_labels_from == 'provisional' else chosen
+        init_from = chosen['checkpoint'] if self_train_init == 'chosen' else None
+        run = self_training_run(config, work_dir, trained[chosen['name']].options, source,
                                 echo, self_train_loss, uncertain_score, ignoring,
-                                self_train_init)
-        echo(f'training {len(rows) + 1}: self-training from {chosen["name"]}')
+                                init_from)
+        echo(f'training {len(rows) + 1}: self-training on the pseudo-labels of '
+             f'{source["name"]} at the priors of {chosen["name"]}')
         run_all([run], jobs=1, echo=echo)
         trained[run.name] = run
         rows.append(_row(len(rows), run, dict(chosen['priors'])))
-        source = chosen['name']
+        learned = (f'the pseudo-labels of {source["name"]} at the priors of '
+                   f'{chosen["name"]}')
         chosen, reason = _choose(rows, echo)
         if final == 'self_trained':
             chosen, reason = rows[-1], (
-                f'the self-trained detector (trained on the pseudo-labels of {source}, the '
-                "best of the first trainings by Lee & Liu's criterion), which the fit "
-                'returns whenever it self-trains')
+                f"the self-trained detector (trained on {learned}, the best of the first "
+                "trainings by Lee & Liu's criterion), which the fit returns whenever it "
+                'self-trains')
     fit_checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], fit_checkpoint)
     summary = dict(
@@ -357,6 +374,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         self_train_loss=self_train_loss if self_train else None,
         uncertain_score=uncertain_score if self_train else None,
         self_train_init=self_train_init if self_train else None,
+        pseudo_labels_from=pseudo_labels_from if self_train else None,
         final=final if self_train else None,
         keys=keys, estimators={
             name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)

@@ -19,7 +19,8 @@ def test_command_line_input_errors(tmp_path):
                           (['--cfg-options', 'randomness.seed=3'], 'set by --seeds'),
                           (['--uncertain-score', '0.5'],
                            'uncertain_score: expected 0 <= uncertain_score < 0.5'),
-                          (['--self-train-init', 'source'], 'invalid choice')):
+                          (['--self-train-init', 'source'], 'invalid choice'),
+                          (['--pseudo-labels-from', 'x2'], 'invalid choice')):
         proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
         assert proc.returncode == 2 and message in proc.stderr
     assert not any(tmp_path.iterdir())
@@ -90,7 +91,7 @@ def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
 @pytest.mark.usefixtures('forked_tools')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
-    the self-training from the chosen one."""
+    the self-training on the provisional's detections at the chosen priors."""
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(
@@ -137,15 +138,22 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
             scale_odds(shares['roi'][0], factor), abs=1e-4)
         assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
             scale_odds(shares['rpn'], factor), abs=1e-5)
-    # the self-trained detector is returned; it learned from the best first training
+    # the self-trained detector is returned; it learned the provisional's detections at
+    # the priors of the best first training
     assert summary['chosen'] == 'self_trained' and summary['final'] == 'self_trained'
     first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
-    assert f'the pseudo-labels of {first["name"]}' in summary['reason']
+    assert (f'the pseudo-labels of provisional at the priors of {first["name"]}'
+            in summary['reason'])
+    assert pseudo['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
+    assert summary['trainings'][-1]['priors'] == first['priors']
+    chosen_options = json.loads((work / first['name'] / 'run.json').read_text())['options']
+    assert record['options'][:len(chosen_options)] == chosen_options
     assert os.path.samefile(work / 'fit_prior.pth', work / 'self_trained' / 'iter_2.pth')
     written = json.loads((work / 'fit_prior.json').read_text())
     assert written['chosen'] == summary['chosen'] and written['reason']
     assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
     assert written['uncertain_score'] == band and written['self_train_init'] == 'scratch'
+    assert written['pseudo_labels_from'] == 'provisional'
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(fit.format_summary(summary))  # renders
 
@@ -170,7 +178,7 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
     chosen = dict(name='x2', checkpoint=source)
     run = fit.self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], chosen,
                                 echo=lambda msg: None, uncertain_score=0.1,
-                                ignoring=ignoring, init='chosen')
+                                ignoring=ignoring, init_from=source)
     assert run.options == ['randomness.seed=0',
                            f'train_dataloader.dataset.pseudo_labels={pseudo}',
                            *ignoring, f'load_from={source}']
@@ -183,6 +191,7 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
 
 @pytest.mark.parametrize('kwargs, message', [
     (dict(self_train_init='source'), "self_train_init: expected one of .* got 'source'"),
+    (dict(pseudo_labels_from='x2'), "pseudo_labels_from: expected one of .* got 'x2'"),
     (dict(uncertain_score=0.5), r'uncertain_score: expected 0 <= uncertain_score < 0.5'),
 ])
 def test_an_unknown_round_start_or_band_is_an_error(tmp_path, kwargs, message):

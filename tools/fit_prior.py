@@ -3,7 +3,8 @@
 Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
-        [--no-self-train | --self-train-loss {pu,own} --final {self-trained,criterion}]
+        [--no-self-train | --self-train-loss {pu,own}
+         --final {self-trained,criterion,fused}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
         [--pseudo-labels-from {provisional,chosen}]
         [--no-box-fit] [--jobs N]
@@ -23,13 +24,16 @@ losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
 nor as background; ``--self-train-init chosen`` fine-tunes the chosen detector instead
 of training from the config's initialisation) and returns the self-trained detector
-(``--final criterion``: the best of all by the same criterion): no complete labels
+(``--final criterion``: the best of all by the same criterion; ``--final fused``: all
+the trainings as one detector whose detections are fused, ``FusedEnsemble``, in
+``fused/``, about as slow at inference as the trainings together): no complete labels
 needed. Written to ``DIR`` (default ``work_dirs/<config name>_fit_prior``):
 ``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every training, the
 estimates, the choice and why; ``chosen_config`` with ``chosen_cfg_options`` trains it
-again), ``pseudo_labels.json``, ``fit_prior.png``, and one work dir per training. Rerun
-the same command to resume. :mod:`mmdet_pu.experiments.prior_fit` documents the
-details; docs/experiments.md the evidence.
+again, or for ``fused`` tests it), ``pseudo_labels.json``, ``fit_prior.png``, and one
+work dir per training. Rerun the same command to resume.
+:mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
+evidence.
 """
 import argparse
 import os.path as osp
@@ -72,8 +76,9 @@ def parse_args(argv=None):
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='self-trained',
                         help='what the fit returns after self-training: the self-trained '
-                        'detector (default) or the training with the best criterion among '
-                        'all of them')
+                        'detector (default), the training with the best criterion among '
+                        'all of them, or all of them as one detector whose detections are '
+                        'fused (fused/, a FusedEnsemble config and checkpoint)')
     parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
                         help='ignore in the self-training round the detections scored '
                         f'from SCORE (in [0, {SELF_TRAIN_MIN_SCORE:g})) up to the '

@@ -32,7 +32,9 @@ dense detectors train as configured. In ``<work dir>``:
    up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
    the round fine-tunes the chosen detector), and the fit returns that self-trained detector
    (``final='criterion'``: the best criterion among all the trainings instead;
-   docs/method.md#self-training).
+   docs/method.md#self-training; ``final='fused'``: all the trainings as one
+   ``FusedEnsemble``, written to ``fused/`` by :mod:`.fused_ensemble`,
+   docs/method.md#fused-ensemble).
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
@@ -57,6 +59,7 @@ from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_k
 from mmdet_pu.prior.estimate_file import main_stage
 from mmdet_pu.prior.keys import type_name
 from mmdet_pu.prior.selection import choose_by_pu_criterion, read_val_metrics
+from .fused_ensemble import fused_run
 from .own_loss import own_loss_options, write_own_loss_config
 from .prior_versus import estimate_run
 from .pseudo_labels import ignore_options, write_pseudo_labels
@@ -79,9 +82,10 @@ SELF_TRAIN_INITS = ('scratch', 'chosen')
 #: detector's (the config's priors), or those of the criterion's choice. The round trains
 #: at the chosen priors either way.
 PSEUDO_LABEL_SOURCES = ('provisional', 'chosen')
-#: What a fit that self-trains returns: the self-trained detector, or the training with
-#: the best criterion among all of them.
-FINAL_CHOICES = ('self_trained', 'criterion')
+#: What a fit that self-trains returns: the self-trained detector, the training with the
+#: best criterion among all of them, or all of them as one detector whose detections are
+#: fused (:mod:`.fused_ensemble`).
+FINAL_CHOICES = ('self_trained', 'criterion', 'fused')
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
 #: The options that give one RoI box head and its sampler box-fit negatives (the head
 #: learns the badly fitting boxes of the labeled cells as background), formatted with the
@@ -229,7 +233,7 @@ def link_checkpoint(source: str, target: str) -> None:
 def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict):
     """The criterion and the validation recall of every training against the prior of
     ``stage`` (at ``key``; the first class's with several classes), the estimated share
-    marked."""
+    and the ``chosen`` row (None: none of them) marked."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
 
@@ -244,8 +248,9 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
     share = shares[stage]
     ax.axvline(share[0] if isinstance(share, list) else share, color='grey', lw=1,
                label='estimated share')
-    ax.plot([stage_prior(chosen)], [chosen['pu_criterion']], '*', ms=16, color='crimson',
-            label=f'chosen: {chosen["name"]}')
+    if chosen is not None:
+        ax.plot([stage_prior(chosen)], [chosen['pu_criterion']], '*', ms=16,
+                color='crimson', label=f'chosen: {chosen["name"]}')
     for xi, row in zip(x, rows):
         ax.annotate(row['name'], (xi, row['pu_criterion']), textcoords='offset points',
                     xytext=(4, 6), fontsize=8)
@@ -366,6 +371,13 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
                 f"the self-trained detector (trained on {learned}, the best of the first "
                 "trainings by Lee & Liu's criterion), which the fit returns whenever it "
                 'self-trains')
+        elif final == 'fused':
+            echo(f'fusing the detections of the {len(trained)} trainings into one detector')
+            fused = fused_run(list(trained.values()), work_dir)
+            trained[fused.name] = fused
+            chosen, reason = _row(len(rows), fused, {}), (
+                f'the {len(rows)} trainings as one detector whose detections are fused '
+                f'(FusedEnsemble; the self-trained one learned {learned})')
     fit_checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], fit_checkpoint)
     summary = dict(
@@ -380,8 +392,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
             name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
             for name, stage in report['stages'].items()},
         estimated_shares=shares,
-        trainings=[{k: v for k, v in row.items() if k not in ('counts', 'prior')}
-                   for row in rows],
+        trainings=[_reported(row) for row in rows],
+        fused=_reported(chosen) if chosen['name'] == 'fused' else None,
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options
@@ -389,9 +401,15 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         reason=reason)
     write_json(osp.join(work_dir, 'fit_prior.json'), summary)
     stage = main_stage(report)
-    save_figure(draw_fit(rows, chosen, stage, keys[stage], shares),
+    drawn = chosen if any(row is chosen for row in rows) else None
+    save_figure(draw_fit(rows, drawn, stage, keys[stage], shares),
                 osp.join(work_dir, 'fit_prior.png'))
     return summary
+
+
+def _reported(row: dict) -> dict:
+    """What ``fit_prior.json`` keeps of a row."""
+    return {k: v for k, v in row.items() if k not in ('counts', 'prior')}
 
 
 def _choose(rows: List[dict], echo: Callable[[str], None]):
@@ -424,10 +442,18 @@ def format_summary(summary: dict) -> str:
                      f'{row["pu_criterion"]:.3f}      '
                      f'{"-" if f1 is None else f"{f1:.3f}":7s}  '
                      f'{"-" if ap is None else f"{ap:.3f}"}')
+    fused = summary.get('fused')
+    if fused:
+        f1, ap = fused['test']['avg_f1'], fused['test']['ap']
+        lines.append(f'{"fused":13s} {"all of the above":39s} {fused["val_recall"]:.3f}   '
+                     f'{"-":11s}{"-" if f1 is None else f"{f1:.3f}":7s}  '
+                     f'{"-" if ap is None else f"{ap:.3f}"}')
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
                  f'{summary["checkpoint"]}')
     if summary['chosen_config'] != summary['config']:
-        lines.append(f'its config: {summary["chosen_config"]} (the own-loss self-training)')
+        what = ('the trainings fused; tools/test.py tests it with that checkpoint'
+                if fused else 'the own-loss self-training')
+        lines.append(f'its config: {summary["chosen_config"]} ({what})')
     if summary['chosen_cfg_options']:
         lines.append('its options: --cfg-options ' + ' '.join(summary['chosen_cfg_options']))
     return '\n'.join(lines)

@@ -1,1 +1,1 @@
-from . import backbones, dense_heads, losses, roi_heads, task_modules  # noqa: F401
+from . import backbones, dense_heads, detectors, losses, roi_heads, task_modules  # noqa: F401

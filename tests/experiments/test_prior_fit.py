@@ -166,6 +166,28 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
 
+    # the same four trainings returned as one detector, their detections fused
+    fused = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                          echo=lambda msg: None, final='fused', uncertain_score=band)
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
+    ensemble = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
+                          weights_only=False)
+    assert ensemble['meta']['members'] == [row['checkpoint'] for row in fused['trainings']]
+    assert {key.split('.')[1] for key in ensemble['state_dict']} == {'0', '1', '2', '3'}
+    assert fused['chosen'] == 'fused' and fused['final'] == 'fused'
+    assert fused['fused']['test']['ap'] is not None and 'FusedEnsemble' in fused['reason']
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'fused' / 'fused.pth')
+    assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')
+    assert fused['chosen_cfg_options'] == []
+    assert "type='FusedEnsemble'" in (work / 'fused' / 'fused_config.py').read_text()
+    dumps = [work / 'fused' / 'cell_metrics' / f'{split}_per_image.json'
+             for split in ('val', 'test')]
+    stamps = [path.stat().st_mtime for path in dumps]
+    assert 'fused ' in fit.format_summary(fused)
+    fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0), echo=lambda msg: None,
+                  final='fused', uncertain_score=band)
+    assert [path.stat().st_mtime for path in dumps] == stamps  # not evaluated again
+
 
 def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):
     """The round's options: the pseudo-label file, the ignore options of the config's

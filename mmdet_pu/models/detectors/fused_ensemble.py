@@ -1,0 +1,90 @@
+"""Several trainings of one detector as one model, their detections fused
+(docs/method.md#fused-ensemble).
+
+``tools/fit_prior.py`` trains one detector up to four times at different priors and on
+different labels (the provisional, two candidates, the self-training round). Their
+detections differ most where the labels say least, on the unannotated cells: a cell is
+found by all of them, a look-alike by few. ``FusedEnsemble`` runs every member on the
+batch and fuses the detections per image (:func:`.box_fusion.fuse_detections`), so the
+cells all members find rank above what one member alone takes for a cell.
+
+A config holds the members' common model once::
+
+    model = dict(type='FusedEnsemble', detector=<the detector's model dict>,
+                 num_members=4, iou_thr=0.55)
+
+and its checkpoint the members' weights under ``members.<i>.``
+(:func:`mmdet_pu.experiments.fused_ensemble.write_ensemble_checkpoint`). It predicts
+(``tools/test.py``, the tiled loops, slides); it does not train.
+"""
+import copy
+from typing import Tuple
+
+from mmdet.models.detectors.base import BaseDetector
+from mmdet.registry import MODELS
+from mmdet.structures import OptSampleList, SampleList
+from mmdet.utils import ConfigType, OptConfigType, OptMultiConfig
+from mmengine.structures import InstanceData
+from torch import Tensor, nn
+
+from .box_fusion import fuse_detections
+
+
+@MODELS.register_module()
+class FusedEnsemble(BaseDetector):
+    """``num_members`` detectors built from one ``detector`` config, whose detections
+    are fused with :func:`~.box_fusion.fuse_detections` at ``iou_thr``.
+
+    Args:
+        detector: the model config of every member (its ``data_preprocessor`` is the
+            ensemble's unless ``data_preprocessor`` is given).
+        num_members: how many members, at least 1.
+        iou_thr: the IoU above which a detection joins a cluster, in (0, 1).
+    """
+
+    def __init__(self, detector: ConfigType, num_members: int, iou_thr: float = 0.55,
+                 data_preprocessor: OptConfigType = None,
+                 init_cfg: OptMultiConfig = None) -> None:
+        if not isinstance(num_members, int) or num_members < 1:
+            raise ValueError(f'FusedEnsemble: num_members must be an integer >= 1, got '
+                             f'{num_members!r}')
+        if not 0 < iou_thr < 1:
+            raise ValueError(f'FusedEnsemble: iou_thr must be in (0, 1), got {iou_thr!r}')
+        if data_preprocessor is None:
+            data_preprocessor = copy.deepcopy(detector.get('data_preprocessor'))
+        super().__init__(data_preprocessor=data_preprocessor, init_cfg=init_cfg)
+        self.members = nn.ModuleList(
+            MODELS.build(copy.deepcopy(detector)) for _ in range(num_members))
+        self.iou_thr = iou_thr
+
+    def predict(self, batch_inputs: Tensor, batch_data_samples: SampleList,
+                rescale: bool = True) -> SampleList:
+        """Every member's detections of each image, fused."""
+        per_member = []
+        for member in self.members:
+            samples = member.predict(batch_inputs, batch_data_samples, rescale=rescale)
+            per_member.append([sample.pred_instances for sample in samples])
+        results = []
+        for image_preds in zip(*per_member):
+            bboxes, scores, labels = fuse_detections(
+                [p.bboxes for p in image_preds], [p.scores for p in image_preds],
+                [p.labels for p in image_preds], self.iou_thr)
+            fused = InstanceData()
+            fused.bboxes, fused.scores, fused.labels = bboxes, scores, labels
+            results.append(fused)
+        return self.add_pred_to_datasample(batch_data_samples, results)
+
+    def loss(self, batch_inputs: Tensor, batch_data_samples: SampleList):
+        raise RuntimeError('FusedEnsemble does not train: train each member with its own '
+                           'config (tools/fit_prior.py trains them and writes the '
+                           'ensemble)')
+
+    def _forward(self, batch_inputs: Tensor,
+                 batch_data_samples: OptSampleList = None) -> Tuple:
+        """Every member's raw outputs, in member order."""
+        return tuple(member._forward(batch_inputs, batch_data_samples)
+                     for member in self.members)
+
+    def extract_feat(self, batch_inputs: Tensor) -> Tuple:
+        """Every member's features, in member order."""
+        return tuple(member.extract_feat(batch_inputs) for member in self.members)

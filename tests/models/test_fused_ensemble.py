@@ -1,0 +1,130 @@
+"""Fusion of several detectors' detections (mmdet_pu.models.detectors): the cluster
+rule on hand-made boxes, and FusedEnsemble on a real slim Faster R-CNN."""
+import pytest
+import torch
+from mmdet.registry import MODELS
+from mmdet.structures import DetDataSample
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import load_checkpoint
+
+from mmdet_pu.experiments.fused_ensemble import (ensemble_config,
+                                                 write_ensemble_checkpoint)
+from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
+from tests._data import make_tiny_coco, write_tiny_config
+
+
+def t(values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def labels(*values):
+    return torch.tensor(values, dtype=torch.long)
+
+
+def test_a_cell_found_by_every_member_keeps_their_mean_score_and_weighted_box():
+    boxes, scores, found = fuse_detections(
+        [t([[0, 0, 10, 10]]), t([[1, 0, 11, 10]])], [t([0.9]), t([0.6])],
+        [labels(0), labels(0)])
+    assert found.tolist() == [0]
+    assert scores.tolist() == pytest.approx([0.75])
+    assert boxes[0].tolist() == pytest.approx([0.4, 0, 10.4, 10])  # (0.9*0 + 0.6*1) / 1.5
+
+
+def test_a_detection_of_one_member_keeps_its_share_of_the_vote():
+    boxes, scores, _ = fuse_detections(
+        [t([[0, 0, 10, 10], [50, 50, 60, 60]]), t([[0, 0, 10, 10]]), t([[0, 0, 10, 10]])],
+        [t([0.6, 0.9]), t([0.6]), t([0.6])], [labels(0, 0), labels(0), labels(0)])
+    # the look-alike one member scores 0.9 now ranks below the cell all three find
+    assert scores.tolist() == pytest.approx([0.6, 0.3])
+    assert boxes.tolist() == [[0, 0, 10, 10], [50, 50, 60, 60]]
+
+
+def test_a_member_votes_once_per_cluster_and_classes_never_mix():
+    boxes, scores, found = fuse_detections(
+        [t([[0, 0, 10, 10], [0, 0, 10, 9], [0, 0, 10, 10]]), t([[0, 0, 10, 10]])],
+        [t([0.8, 0.7, 0.9]), t([0.4])], [labels(0, 0, 1), labels(0)])
+    # class 0: member 0's best (0.8) and member 1's 0.4; class 1: member 0 alone
+    assert found.tolist() == [0, 1]
+    assert scores.tolist() == pytest.approx([0.6, 0.45])
+
+
+def test_the_cluster_forms_around_its_best_detection():
+    # IoU(A, B) = 0.6 and IoU(B, C) = 0.6 but IoU(A, C) < 0.55: C is its own cluster
+    a, b, c = [0, 0, 10, 10], [0, 0, 10, 16], [0, 6, 10, 16]
+    _, scores, _ = fuse_detections([t([a]), t([b]), t([c])], [t([0.9]), t([0.8]), t([0.7])],
+                                   [labels(0)] * 3, iou_thr=0.55)
+    assert scores.tolist() == pytest.approx([1.7 / 3, 0.7 / 3])
+
+
+def test_no_detection_and_bad_arguments():
+    boxes, scores, found = fuse_detections([torch.zeros(0, 4)] * 2, [torch.zeros(0)] * 2,
+                                           [torch.zeros(0, dtype=torch.long)] * 2)
+    assert boxes.shape == (0, 4) and scores.shape == (0,) and found.shape == (0,)
+    with pytest.raises(ValueError, match=r'iou_thr must be in \(0, 1\), got 1'):
+        fuse_detections([t([[0, 0, 1, 1]])], [t([1])], [labels(0)], iou_thr=1)
+    with pytest.raises(ValueError, match='one boxes, scores and labels tensor per member'):
+        fuse_detections([t([[0, 0, 1, 1]])], [], [labels(0)])
+
+
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+    init_default_scope('mmdet')
+    root = tmp_path_factory.mktemp('fused')
+    make_tiny_coco(root / 'data', n_images=1, size=128)
+    cfg = Config.fromfile(write_tiny_config(root / 'tiny.py', root / 'data'))
+    cfg.model.test_cfg.rcnn.score_thr = 0.0  # an untrained head's scores are low
+    return root, cfg
+
+
+def _batch(model, size=128):
+    sample = DetDataSample(metainfo=dict(img_shape=(size, size), ori_shape=(size, size),
+                                         scale_factor=(1.0, 1.0)))
+    torch.manual_seed(0)
+    image = torch.randint(0, 255, (3, size, size), dtype=torch.uint8)
+    return model.data_preprocessor(dict(inputs=[image], data_samples=[sample]), False)
+
+
+def test_identical_members_predict_what_one_member_does(tiny):
+    root, cfg = tiny
+    torch.manual_seed(0)
+    single = MODELS.build(cfg.model).eval()
+    ensemble = MODELS.build(dict(type='FusedEnsemble', detector=cfg.model,
+                                 num_members=2)).eval()
+    for member in ensemble.members:
+        member.load_state_dict(single.state_dict())
+    data = _batch(single)
+    with torch.no_grad():
+        expected = single.predict(data['inputs'], data['data_samples'])[0].pred_instances
+        expected = {k: v.clone() for k, v in expected.items()}
+        fused = ensemble.predict(data['inputs'], data['data_samples'])[0].pred_instances
+    assert len(expected['scores']) > 0
+    order = torch.argsort(expected['scores'], descending=True, stable=True)
+    assert torch.allclose(fused.scores, expected['scores'][order])
+    assert torch.allclose(fused.bboxes, expected['bboxes'][order])
+    with pytest.raises(RuntimeError, match='FusedEnsemble does not train'):
+        ensemble.loss(data['inputs'], data['data_samples'])
+    with pytest.raises(ValueError, match='num_members must be an integer >= 1, got 0'):
+        FusedEnsemble(detector=cfg.model, num_members=0)
+
+
+def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
+    root, cfg = tiny
+    paths = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = MODELS.build(cfg.model)
+        paths.append(str(root / f'member{seed}.pth'))
+        torch.save(dict(state_dict=model.state_dict(), meta={}), paths[-1])
+    write_ensemble_checkpoint(paths, str(root / 'fused.pth'))
+    member_config = root / 'member.py'
+    cfg.dump(str(member_config))
+    ensemble = MODELS.build(ensemble_config(str(member_config), 2).model)
+    meta = load_checkpoint(ensemble, str(root / 'fused.pth'), map_location='cpu',
+                           strict=True)['meta']
+    assert meta['members'] == paths
+    for member, path in zip(ensemble.members, paths):
+        state = torch.load(path, weights_only=False)['state_dict']
+        assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())
+    assert not torch.equal(ensemble.members[0].backbone.conv1.weight,
+                           ensemble.members[1].backbone.conv1.weight)

@@ -89,8 +89,9 @@ def slide_dataset_meta(cfg, checkpoint_meta) -> dict:
 
 def classifier_classes(model_cfg) -> tuple:
     """``(num_classes, key)`` of a detector config: its RoI box head's (Cascade R-CNN:
-    the first stage's; all stages classify the same classes) or its dense head's;
-    ``(None, None)`` when the config names neither."""
+    the first stage's; all stages classify the same classes) or its dense head's (a
+    ``FusedEnsemble``'s members'); ``(None, None)`` when the config names neither."""
+    model_cfg = model_cfg.get('detector') or model_cfg
     roi_head = model_cfg.get('roi_head') or {}
     if roi_head.get('bbox_head'):
         bbox_head, key = roi_head['bbox_head'], 'model.roi_head.bbox_head'

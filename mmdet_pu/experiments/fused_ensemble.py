@@ -49,16 +49,19 @@ def ensemble_config(member_config: str, num_members: int,
 
 def write_ensemble_checkpoint(checkpoints: Sequence[str], out: str) -> None:
     """One checkpoint holding each of ``checkpoints``' weights under ``members.<i>.``
-    (written atomically; ``meta.members`` lists the sources)."""
-    state_dict = {}
+    (written atomically; ``meta.members`` lists the sources, ``meta.dataset_meta`` is
+    the first one's: the classes and resolution tools read)."""
+    state_dict, meta = {}, {}
     for index, path in enumerate(checkpoints):
         checkpoint = _load_checkpoint(path, map_location='cpu')
         weights = checkpoint.get('state_dict', checkpoint)
         state_dict.update({f'members.{index}.{key}': value
                            for key, value in weights.items()})
+        if index == 0 and 'dataset_meta' in checkpoint.get('meta', {}):
+            meta['dataset_meta'] = checkpoint['meta']['dataset_meta']
+    meta['members'] = [osp.abspath(p) for p in checkpoints]
     with atomic_open(out, 'wb') as f:
-        torch.save(dict(state_dict=state_dict,
-                        meta=dict(members=[osp.abspath(p) for p in checkpoints])), f)
+        torch.save(dict(state_dict=state_dict, meta=meta), f)
 
 
 def _dump_to(evaluator, out_dir: str):

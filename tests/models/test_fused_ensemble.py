@@ -8,6 +8,7 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmengine.runner import load_checkpoint
 
+from mmdet_pu.apis.slide_model import classifier_classes
 from mmdet_pu.experiments.fused_ensemble import (ensemble_config,
                                                  write_ensemble_checkpoint)
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
@@ -115,7 +116,9 @@ def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
         torch.manual_seed(seed)
         model = MODELS.build(cfg.model)
         paths.append(str(root / f'member{seed}.pth'))
-        torch.save(dict(state_dict=model.state_dict(), meta={}), paths[-1])
+        torch.save(dict(state_dict=model.state_dict(),
+                        meta=dict(dataset_meta=dict(classes=(f'cell{seed}', )))),
+                   paths[-1])
     write_ensemble_checkpoint(paths, str(root / 'fused.pth'))
     member_config = root / 'member.py'
     cfg.dump(str(member_config))
@@ -123,6 +126,9 @@ def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
     meta = load_checkpoint(ensemble, str(root / 'fused.pth'), map_location='cpu',
                            strict=True)['meta']
     assert meta['members'] == paths
+    assert meta['dataset_meta'] == dict(classes=('cell0', ))  # the first member's
+    assert classifier_classes(ensemble_config(str(member_config), 2).model) == (
+        1, 'model.roi_head.bbox_head.num_classes')
     for member, path in zip(ensemble.members, paths):
         state = torch.load(path, weights_only=False)['state_dict']
         assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())

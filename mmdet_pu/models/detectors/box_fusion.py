@@ -15,6 +15,7 @@ et al. 2021, with the cluster formed around its best detection).
 """
 from typing import Sequence, Tuple
 
+import numpy as np
 import torch
 from mmdet.structures.bbox import bbox_overlaps
 from torch import Tensor
@@ -52,24 +53,27 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
     order = torch.argsort(all_scores, descending=True, stable=True)
     all_boxes, all_scores = all_boxes[order], all_scores[order]
     all_labels, member = all_labels[order], member[order]
-    joins = (bbox_overlaps(all_boxes, all_boxes) > iou_thr) \
-        & (all_labels[:, None] == all_labels[None, :])
-    free = torch.ones(len(all_scores), dtype=torch.bool, device=all_scores.device)
-    fused_boxes, fused_scores, fused_labels = [], [], []
-    for head in range(len(all_scores)):
-        if not free[head]:
-            continue
-        cluster = joins[head] & free
-        cluster[head] = True
-        free &= ~cluster
-        weights = all_scores[cluster]
-        fused_boxes.append((all_boxes[cluster] * weights[:, None]).sum(0) / weights.sum()
-                           if weights.sum() > 0 else all_boxes[head])
-        best = torch.zeros(num_members, dtype=all_scores.dtype, device=all_scores.device)
-        best.scatter_reduce_(0, member[cluster], weights, reduce='amax')
-        fused_scores.append(best.sum() / num_members)
-        fused_labels.append(all_labels[head])
-    fused_scores = torch.stack(fused_scores)
+    joins = ((bbox_overlaps(all_boxes, all_boxes) > iou_thr)
+             & (all_labels[:, None] == all_labels[None, :])).cpu().numpy()
+    # greedy clustering on the host: one pass, no device round trip per cluster
+    cluster = np.full(len(joins), -1)
+    heads = []
+    for head in range(len(joins)):
+        if cluster[head] < 0:
+            taken = joins[head] & (cluster < 0)
+            taken[head] = True
+            cluster[taken] = len(heads)
+            heads.append(head)
+    device = all_scores.device
+    cluster = torch.as_tensor(cluster, device=device)
+    heads = torch.as_tensor(heads, device=device)
+    weight = all_scores.new_zeros(len(heads)).index_add_(0, cluster, all_scores)
+    box_sum = all_boxes.new_zeros(len(heads), 4).index_add_(
+        0, cluster, all_boxes * all_scores[:, None])
+    fused_boxes = torch.where(weight[:, None] > 0,
+                              box_sum / weight.clamp(min=1e-12)[:, None], all_boxes[heads])
+    best = all_scores.new_zeros(len(heads) * num_members).scatter_reduce_(
+        0, cluster * num_members + member, all_scores, reduce='amax')
+    fused_scores = best.view(len(heads), num_members).sum(1) / num_members
     keep = torch.argsort(fused_scores, descending=True, stable=True)
-    return (torch.stack(fused_boxes)[keep], fused_scores[keep],
-            torch.stack(fused_labels)[keep])
+    return fused_boxes[keep], fused_scores[keep], all_labels[heads][keep]

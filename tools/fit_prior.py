@@ -23,15 +23,17 @@ confident detections on the training split added as pseudo-labels (self-training
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
 nor as background; ``--self-train-init chosen`` fine-tunes the chosen detector instead
-of training from the config's initialisation) and returns the self-trained detector
-(``--final criterion``: the best of all by the same criterion; ``--final fused``: all
-the trainings as one detector whose detections are fused, ``FusedEnsemble``, in
-``fused/``, about as slow at inference as the trainings together): no complete labels
-needed. Written to ``DIR`` (default ``work_dirs/<config name>_fit_prior``):
-``fit_prior.pth`` (the chosen checkpoint), ``fit_prior.json`` (every training, the
-estimates, the choice and why; ``chosen_config`` with ``chosen_cfg_options`` trains it
-again, or for ``fused`` tests it), ``pseudo_labels.json``, ``fit_prior.png``, and one
-work dir per training. Rerun the same command to resume.
+of training from the config's initialisation) and returns all the trainings as one
+detector whose detections are fused (``FusedEnsemble``, in ``fused/``: the self-trained
+detector has half the vote, the first trainings share the other half by their criterion;
+about as slow at inference as the trainings together; ``--final self-trained``: the
+self-trained detector alone; ``--final criterion``: the best of all by the same
+criterion): no complete labels needed. Written to ``DIR`` (default
+``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
+``fit_prior.json`` (every training, the estimates, the choice and why;
+``chosen_config`` with ``chosen_cfg_options`` tests the fused detector, or trains a
+single chosen one again), ``pseudo_labels.json``, ``fit_prior.png``, and one work dir
+per training. Rerun the same command to resume.
 :mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """
@@ -74,11 +76,13 @@ def parse_args(argv=None):
                         "the provisional detector's (default) or those of the criterion's "
                         'choice; the round trains at the chosen priors either way')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
-                        default='self-trained',
+                        default='fused',
                         help='what the fit returns after self-training: the self-trained '
-                        'detector (default), the training with the best criterion among '
-                        'all of them, or all of them as one detector whose detections are '
-                        'fused (fused/, a FusedEnsemble config and checkpoint)')
+                        'detector, the training with the best criterion among all of them, '
+                        'or all of them as one detector whose detections are fused '
+                        '(default; fused/, a FusedEnsemble config and checkpoint: the '
+                        'self-trained detector has half the vote, the others share the '
+                        'rest by their criterion)')
     parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
                         help='ignore in the self-training round the detections scored '
                         f'from SCORE (in [0, {SELF_TRAIN_MIN_SCORE:g})) up to the '

@@ -11,7 +11,7 @@ validation selects) and tests it, so that it reads back as a tested
 """
 import os
 import os.path as osp
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 from mmengine.config import Config
@@ -37,12 +37,13 @@ def dumped_config(run: Run) -> str:
     return path
 
 
-def ensemble_config(member_config: str, num_members: int,
-                    iou_thr: float = FUSION_IOU) -> Config:
-    """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``."""
+def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSION_IOU,
+                    weights: Optional[Sequence[float]] = None) -> Config:
+    """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``
+    (``weights``: the members' shares of the vote, default equal)."""
     cfg = Config.fromfile(member_config)
     cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=num_members,
-                     iou_thr=iou_thr)
+                     iou_thr=iou_thr, weights=None if weights is None else list(weights))
     cfg.load_from = None
     return cfg
 
@@ -83,22 +84,26 @@ def evaluate(config: str, checkpoint: str, work_dir: str) -> None:
 
 
 def fused_run(runs: Sequence[Run], work_dir: str, name: str = 'fused',
-              iou_thr: float = FUSION_IOU) -> Run:
-    """The ``FusedEnsemble`` of the trained ``runs`` (module docstring), evaluated."""
+              iou_thr: float = FUSION_IOU,
+              weights: Optional[Sequence[float]] = None) -> Run:
+    """The ``FusedEnsemble`` of the trained ``runs`` (module docstring), evaluated;
+    ``weights``: each run's share of the vote (default equal)."""
     out_dir = osp.join(work_dir, name)
     config = osp.join(out_dir, f'{name}_config.py')
     checkpoint = osp.join(out_dir, CHECKPOINT)
     members = [run.last_checkpoint() for run in runs]
+    weights = None if weights is None else [float(w) for w in weights]
     fused = Run(config, out_dir, [], name=name)
     record = fused.record() or {}
-    if fused.tested() and record.get('members') == members:
+    same = record.get('members') == members and record.get('weights') == weights
+    if fused.tested() and same:
         return fused
     os.makedirs(out_dir, exist_ok=True)
-    write_atomic(config, ensemble_config(dumped_config(runs[0]), len(runs),
-                                         iou_thr).pretty_text)
+    write_atomic(config, ensemble_config(dumped_config(runs[0]), len(runs), iou_thr,
+                                         weights).pretty_text)
     write_ensemble_checkpoint(members, checkpoint)
     write_atomic(osp.join(out_dir, 'last_checkpoint'), checkpoint)
     evaluate(config, checkpoint, out_dir)
     write_record(fused.record_file, dict(config=config, options=[], trained=True,
-                                         members=members))
+                                         members=members, weights=weights))
     return fused

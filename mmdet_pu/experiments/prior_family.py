@@ -167,8 +167,9 @@ def summarize(regime: str, work_dir: str, seeds: Sequence[int]) -> dict:
         if osp.isfile(path):  # a fit still running is left out
             with open(path) as f:
                 summary = json.load(f)
-            chosen_dirs.append(next(t['run_dir'] for t in summary['trainings']
-                                    if t['name'] == summary['chosen']))
+            returned = summary['fused'] if summary.get('fused') else next(
+                t for t in summary['trainings'] if t['name'] == summary['chosen'])
+            chosen_dirs.append(returned['run_dir'])
     rules['workflow'] = chosen_dirs
     rules['provisional'] = [d for d in (osp.join(regime_dir, 'provisional', f'seed{s}')
                                         for s in seeds)

@@ -30,11 +30,12 @@ dense detectors train as configured. In ``<work dir>``:
    chosen priors (``self_train_loss='own'``: with the detector's own classification
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
    up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
-   the round fine-tunes the chosen detector), and the fit returns that self-trained detector
-   (``final='criterion'``: the best criterion among all the trainings instead;
-   docs/method.md#self-training; ``final='fused'``: all the trainings as one
-   ``FusedEnsemble``, written to ``fused/`` by :mod:`.fused_ensemble`,
-   docs/method.md#fused-ensemble).
+   the round fine-tunes the chosen detector; docs/method.md#self-training);
+6. the fit returns all the trainings as one ``FusedEnsemble`` (``fused/``, written by
+   :mod:`.fused_ensemble`; the round has half the vote, the first trainings share the
+   other half by their criterion, :func:`fusion_weights`,
+   docs/method.md#fused-ensemble); ``final='self_trained'``: the self-trained detector
+   alone, ``final='criterion'``: the training with the best criterion.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
@@ -86,6 +87,9 @@ PSEUDO_LABEL_SOURCES = ('provisional', 'chosen')
 #: best criterion among all of them, or all of them as one detector whose detections are
 #: fused (:mod:`.fused_ensemble`).
 FINAL_CHOICES = ('self_trained', 'criterion', 'fused')
+#: The self-trained round's share of the fused detector's vote; the first trainings share
+#: the rest in proportion to their criterion (:func:`fusion_weights`).
+ROUND_SHARE = 0.5
 TEST_METRICS = ('avg_f1', 'avg_recall', 'avg_precision', 'ap')
 #: The options that give one RoI box head and its sampler box-fit negatives (the head
 #: learns the badly fitting boxes of the labeled cells as background), formatted with the
@@ -266,7 +270,7 @@ def draw_fit(rows: List[dict], chosen: dict, stage: str, key: str, shares: dict)
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
               self_train: bool = True, echo: Callable[[str], None] = print,
-              self_train_loss: str = 'pu', final: str = 'self_trained',
+              self_train_loss: str = 'pu', final: str = 'fused',
               box_fit: bool = True,
               uncertain_score: Optional[float] = None,
               self_train_init: str = 'scratch',
@@ -372,12 +376,17 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
                 "trainings by Lee & Liu's criterion), which the fit returns whenever it "
                 'self-trains')
         elif final == 'fused':
-            echo(f'fusing the detections of the {len(trained)} trainings into one detector')
-            fused = fused_run(list(trained.values()), work_dir)
+            weights = fusion_weights(rows)
+            echo(f'fusing the detections of the {len(rows)} trainings into one detector, '
+                 f'their votes {[round(w, 3) for w in weights]}')
+            fused = fused_run([trained[row['name']] for row in rows], work_dir,
+                              weights=weights)
             trained[fused.name] = fused
-            chosen, reason = _row(len(rows), fused, {}), (
+            chosen, reason = dict(_row(len(rows), fused, {}), weights=weights), (
                 f'the {len(rows)} trainings as one detector whose detections are fused '
-                f'(FusedEnsemble; the self-trained one learned {learned})')
+                f'(FusedEnsemble: the self-trained one, which learned {learned}, has '
+                f'{ROUND_SHARE:g} of the vote, the first trainings the rest in proportion '
+                'to their criterion)')
     fit_checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], fit_checkpoint)
     summary = dict(
@@ -410,6 +419,17 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
 def _reported(row: dict) -> dict:
     """What ``fit_prior.json`` keeps of a row."""
     return {k: v for k, v in row.items() if k not in ('counts', 'prior')}
+
+
+def fusion_weights(rows: Sequence[dict]) -> List[float]:
+    """Each training's share of the fused vote (docs/method.md#fused-ensemble): the
+    self-trained round, the last row, :data:`ROUND_SHARE`; the first trainings the rest
+    in proportion to their ``pu_criterion`` (equal shares when none has one above 0)."""
+    criteria = [max(row['pu_criterion'], 0.0) for row in rows[:-1]]
+    total = sum(criteria)
+    shares = [c / total for c in criteria] if total > 0 else [1 / len(criteria)] * len(
+        criteria)
+    return [(1 - ROUND_SHARE) * share for share in shares] + [ROUND_SHARE]
 
 
 def _choose(rows: List[dict], echo: Callable[[str], None]):
@@ -445,7 +465,8 @@ def format_summary(summary: dict) -> str:
     fused = summary.get('fused')
     if fused:
         f1, ap = fused['test']['avg_f1'], fused['test']['ap']
-        lines.append(f'{"fused":13s} {"all of the above":39s} {fused["val_recall"]:.3f}   '
+        votes = 'votes ' + ', '.join(f'{w:.2f}' for w in fused['weights'])
+        lines.append(f'{"fused":13s} {votes:39s} {fused["val_recall"]:.3f}   '
                      f'{"-":11s}{"-" if f1 is None else f"{f1:.3f}":7s}  '
                      f'{"-" if ap is None else f"{ap:.3f}"}')
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '

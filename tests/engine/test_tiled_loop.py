@@ -12,12 +12,14 @@ from mmengine.runner import Runner
 from mmengine.structures import InstanceData
 
 from mmdet.models.data_preprocessors import DetDataPreprocessor
-from mmdet.registry import LOOPS
+from mmdet.registry import LOOPS, MODELS
 from mmdet.structures import DetDataSample
 from mmdet_pu.engine.runner import TiledTestLoop, TiledValLoop, merge_tile_predictions
 from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
+from mmdet_pu.engine.runner.tiled_loop import TiledInferenceMixin
 from mmdet_pu.evaluation import CellDetMetric
 from mmdet_pu.io.tiling import tile_grid
+from mmdet_pu.models.detectors import FusedEnsemble
 
 
 def instances(boxes, scores, labels):
@@ -131,6 +133,8 @@ class DarkBlobDetector(BaseModel):
         return data_samples
 
 
+MODELS.register_module(name='DarkBlobDetector', module=DarkBlobDetector, force=True)
+
 CELLS = [(20, 20), (56, 30), (66, 90), (110, 110), (140, 60)]  # top-left corners
 
 
@@ -150,9 +154,10 @@ def write_dataset(root):
     (root / 'whole.json').write_text(json.dumps(coco))
 
 
-def build_runner(root, loop_cfg, hooks=(), stage='test', resize=None):
-    """A Runner whose ``stage`` loop is ``loop_cfg``; ``resize`` scales the input images
-    (annotations are loaded after the resize, so they stay in original pixels)."""
+def build_runner(root, loop_cfg, hooks=(), stage='test', resize=None, model=None):
+    """A Runner of ``model`` (default a ``DarkBlobDetector``) whose ``stage`` loop is
+    ``loop_cfg``; ``resize`` scales the input images (annotations are loaded after the
+    resize, so they stay in original pixels)."""
     resize = [dict(type='Resize', scale_factor=resize, keep_ratio=True)] if resize else []
     dataset = dict(
         type='CocoDataset', data_root=str(root), ann_file='whole.json',
@@ -168,7 +173,7 @@ def build_runner(root, loop_cfg, hooks=(), stage='test', resize=None):
     # a unique experiment name: mmengine reuses the logger (and so the log dir where
     # CellDetMetric dumps) of an earlier Runner with the same name, i.e. the same second
     return Runner(
-        model=DarkBlobDetector(), work_dir=str(root / 'work'), experiment_name=root.name,
+        model=model or DarkBlobDetector(), work_dir=str(root / 'work'), experiment_name=root.name,
         **{f'{stage}_dataloader': loader, f'{stage}_cfg': loop_cfg,
            f'{stage}_evaluator': dict(type='CellDetMetric')},
         custom_hooks=list(hooks), default_scope='mmdet')
@@ -231,3 +236,54 @@ def test_loop_arguments_are_checked(tmp_path):
     with pytest.raises(ValueError, match='tile_size must be a positive int'):
         build_runner(tmp_path, dict(type='TiledTestLoop', tile_size=0)).test_loop
     assert LOOPS.get('TiledValLoop') is TiledValLoop
+
+
+class FixedDetector:
+    """Stand-in ``test_step`` returning the same detections for every tile."""
+
+    def __init__(self, pred):
+        self.pred = pred
+
+    def __call__(self, data):
+        return [DetDataSample(pred_instances=self.pred.clone()) for _ in data['inputs']]
+
+
+def one_tile_batch(size=64):
+    sample = DetDataSample(metainfo=dict(img_shape=(size, size), ori_shape=(size, size)))
+    return dict(inputs=[torch.zeros(3, size, size, dtype=torch.uint8)],
+                data_samples=[sample])
+
+
+class Tiler(TiledInferenceMixin):
+    """The loops' tiling without a runner."""
+
+    def __init__(self, **tiling):
+        self._init_tiling(**tiling)
+
+
+def test_an_ensemble_is_merged_member_by_member_and_fused_on_the_whole_image():
+    ensemble = FusedEnsemble(detector=dict(type='DarkBlobDetector'), num_members=2)
+    # two members see one cell with boxes at IoU 0.4: too apart for one cluster (0.55)
+    # and close enough for the tile merge's NMS (0.3), which must not run after fusion
+    first = FixedDetector(instances([[0, 0, 10, 10]], [0.9], [0]))
+    second = FixedDetector(instances([[0, 3, 10, 13]], [0.8], [0]))
+    pred = Tiler(tile_size=64, nms_iou=0.3).predict_tiled(
+        [first, second], one_tile_batch(), fuse=ensemble.fuse)[0].pred_instances
+    assert pred.scores.tolist() == pytest.approx([0.45, 0.4])
+    pred = Tiler(tile_size=64, nms_iou=0.3, max_per_img=1).predict_tiled(
+        [first, second], one_tile_batch(), fuse=ensemble.fuse)[0].pred_instances
+    assert pred.scores.tolist() == pytest.approx([0.45])
+    with pytest.raises(ValueError, match='expected the detections of 2 members, got 1'):
+        ensemble.fuse([first.pred])
+
+
+def test_the_tiled_loop_runs_every_member_of_a_fused_ensemble(tmp_path):
+    write_dataset(tmp_path)
+    model = MODELS.build(dict(type='FusedEnsemble', detector=dict(type='DarkBlobDetector'),
+                              num_members=2))
+    runner = build_runner(tmp_path, dict(type='TiledTestLoop', tile_size=64, overlap=16),
+                          model=model)
+    metrics = runner.test()
+    assert [member.tile_shapes for member in model.members] == [[(64, 64)] * 9] * 2
+    assert (metrics['cell/cell/tp'], metrics['cell/cell/fp'],
+            metrics['cell/cell/fn']) == (len(CELLS), 0, 0)

@@ -89,6 +89,14 @@ def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.usefixtures('forked_tools')
+def test_the_round_has_half_the_fused_vote_and_the_criterion_shares_the_rest():
+    rows = [dict(pu_criterion=c) for c in (1.0, 0.5, 0.5, 0.9)]
+    assert fit.fusion_weights(rows) == pytest.approx([0.25, 0.125, 0.125, 0.5])
+    # no first training with a criterion above 0: they share the rest equally
+    rows = [dict(pu_criterion=0.0)] * 3 + [dict(pu_criterion=1.0)]
+    assert fit.fusion_weights(rows) == pytest.approx([1 / 6, 1 / 6, 1 / 6, 0.5])
+
+
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
     the self-training on the provisional's detections at the chosen priors."""
@@ -105,7 +113,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     given = 'default_hooks.logger.interval=1'
     band = fit.SELF_TRAIN_UNCERTAIN_SCORE
     summary = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0), jobs=2,
-                            echo=lambda msg: None, uncertain_score=band)
+                            echo=lambda msg: None, uncertain_score=band,
+                            final='self_trained')
 
     estimate = json.loads((work / 'estimate.json').read_text())
     assert estimate['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
@@ -138,8 +147,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
             scale_odds(shares['roi'][0], factor), abs=1e-4)
         assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
             scale_odds(shares['rpn'], factor), abs=1e-5)
-    # the self-trained detector is returned; it learned the provisional's detections at
-    # the priors of the best first training
+    # final='self_trained' returns the self-trained detector; it learned the
+    # provisional's detections at the priors of the best first training
     assert summary['chosen'] == 'self_trained' and summary['final'] == 'self_trained'
     first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
     assert (f'the pseudo-labels of provisional at the priors of {first["name"]}'
@@ -166,15 +175,19 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
 
-    # the same four trainings returned as one detector, their detections fused
+    # by default, the same four trainings returned as one detector, their detections
+    # fused
     fused = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0),
-                          echo=lambda msg: None, final='fused', uncertain_score=band)
+                          echo=lambda msg: None, uncertain_score=band)
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
     ensemble = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
                           weights_only=False)
     assert ensemble['meta']['members'] == [row['checkpoint'] for row in fused['trainings']]
     assert {key.split('.')[1] for key in ensemble['state_dict']} == {'0', '1', '2', '3'}
     assert fused['chosen'] == 'fused' and fused['final'] == 'fused'
+    assert fused['fused']['weights'] == pytest.approx(
+        fit.fusion_weights(fused['trainings']))
+    assert "weights=[" in (work / 'fused' / 'fused_config.py').read_text()
     assert fused['fused']['test']['ap'] is not None and 'FusedEnsemble' in fused['reason']
     assert os.path.samefile(work / 'fit_prior.pth', work / 'fused' / 'fused.pth')
     assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')

@@ -38,7 +38,7 @@ def test_a_detection_of_one_member_keeps_its_share_of_the_vote():
         [t([0.6, 0.9]), t([0.6]), t([0.6])], [labels(0, 0), labels(0), labels(0)])
     # the look-alike one member scores 0.9 now ranks below the cell all three find
     assert scores.tolist() == pytest.approx([0.6, 0.3])
-    assert boxes.tolist() == [[0, 0, 10, 10], [50, 50, 60, 60]]
+    assert boxes.tolist() == [pytest.approx([0, 0, 10, 10]), pytest.approx([50, 50, 60, 60])]
 
 
 def test_a_member_votes_once_per_cluster_and_classes_never_mix():
@@ -56,6 +56,25 @@ def test_the_cluster_forms_around_its_best_detection():
     _, scores, _ = fuse_detections([t([a]), t([b]), t([c])], [t([0.9]), t([0.8]), t([0.7])],
                                    [labels(0)] * 3, iou_thr=0.55)
     assert scores.tolist() == pytest.approx([1.7 / 3, 0.7 / 3])
+
+
+def test_weighted_members_vote_with_their_share_for_score_and_box():
+    # the second member has three times the first's weight: shares 1/4 and 3/4
+    boxes, scores, _ = fuse_detections(
+        [t([[0, 0, 10, 10], [50, 50, 60, 60]]), t([[2, 0, 12, 10]])],
+        [t([0.8, 0.9]), t([0.4])], [labels(0, 0), labels(0)], weights=[1, 3])
+    assert scores.tolist() == pytest.approx([0.5, 0.225])  # 0.8/4 + 3*0.4/4; 0.9/4
+    # box weights w_m * s_d: 0.8 * 1 and 0.4 * 3
+    assert boxes[0].tolist() == pytest.approx([1.2, 0, 11.2, 10])
+    same = fuse_detections([t([[0, 0, 10, 10]])] * 2, [t([0.6]), t([0.2])],
+                           [labels(0)] * 2, weights=[2, 2])[1]
+    assert same.tolist() == pytest.approx([0.4])  # equal weights: the mean
+    with pytest.raises(ValueError, match=r'expected 2 weights >= 0, not all 0, got \[1.0\]'):
+        fuse_detections([t([[0, 0, 1, 1]])] * 2, [t([1])] * 2, [labels(0)] * 2,
+                        weights=[1])
+    with pytest.raises(ValueError, match='expected 2 weights >= 0'):
+        fuse_detections([t([[0, 0, 1, 1]])] * 2, [t([1])] * 2, [labels(0)] * 2,
+                        weights=[1, -1])
 
 
 def test_no_detection_and_bad_arguments():
@@ -107,6 +126,8 @@ def test_identical_members_predict_what_one_member_does(tiny):
         ensemble.loss(data['inputs'], data['data_samples'])
     with pytest.raises(ValueError, match='num_members must be an integer >= 1, got 0'):
         FusedEnsemble(detector=cfg.model, num_members=0)
+    with pytest.raises(ValueError, match='expected 2 weights >= 0, not all 0'):
+        FusedEnsemble(detector=cfg.model, num_members=2, weights=[0, 0])
 
 
 def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):

@@ -12,7 +12,10 @@ NMS, class-wise by default (docs/method.md#tiled-inference) or across classes
 nucleus has one type, so of two overlapping boxes of different classes one is a false
 positive). The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
 ``DetVisualizationHook`` for ``--show-dir``) then receive one data sample per whole image,
-carrying its ground truth and the merged ``pred_instances``.
+carrying its ground truth and the merged ``pred_instances``. A
+:class:`~mmdet_pu.models.detectors.FusedEnsemble` is run member by member: each
+member's tiles are merged as one detector's, then the members' whole-image detections
+are fused (docs/method.md#fused-ensemble).
 
 Select it in a config::
 
@@ -21,16 +24,19 @@ Select it in a config::
 ``nms_iou`` should equal the model's ``test_cfg.rcnn.nms.iou_threshold`` so that images
 no larger than one tile are left as the model predicted them.
 """
-from typing import Dict, List, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import torch
 from mmengine.evaluator import Evaluator
+from mmengine.model import is_model_wrapper
 from mmengine.runner import TestLoop, ValLoop, autocast
+from mmengine.structures import InstanceData
 from torch.utils.data import DataLoader
 
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
 from ...io.tiling import tile_grid
+from ...models.detectors import FusedEnsemble
 from .tile_merge import merge_tile_predictions, tile_cores
 
 
@@ -63,6 +69,14 @@ class TiledInferenceMixin:
                  tile_batch_size: int = 8, max_per_img: int = -1,
                  fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
+        self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
+                          max_per_img)
+
+    def _init_tiling(self, tile_size: int, overlap: int = 0, nms_iou: float = 0.3,
+                     class_agnostic: bool = False, tile_batch_size: int = 8,
+                     max_per_img: int = -1) -> None:
+        """Check and keep the tiling arguments (tiling without a runner calls it alone,
+        e.g. ``benchmarks/tiled_inference_throughput.py``)."""
         name = type(self).__name__
         if not (isinstance(tile_size, int) and tile_size > 0):
             raise ValueError(f'{name}: tile_size must be a positive int, got {tile_size!r}')
@@ -81,21 +95,35 @@ class TiledInferenceMixin:
         self.class_agnostic = class_agnostic
         self.max_per_img = max_per_img
 
-    def predict_tiled(self, step, data_batch: dict) -> List[DetDataSample]:
+    def predict_tiled(self, step, data_batch: dict,
+                      fuse: Optional[Callable[[Sequence[InstanceData]], InstanceData]]
+                      = None) -> List[DetDataSample]:
         """Tiled prediction of every image of a dataloader batch.
 
         Args:
-            step: the model's ``test_step`` or ``val_step``.
+            step: the model's ``test_step`` or ``val_step``; with ``fuse``, a sequence
+                of them, one per member of an ensemble.
             data_batch: ``dict(inputs=[CHW uint8 tensor, ...], data_samples=[...])``.
+            fuse: the ensemble's fusion of its members' whole-image detections
+                (:meth:`~mmdet_pu.models.detectors.FusedEnsemble.fuse`).
 
         Returns:
             The batch's data samples with ``pred_instances`` of the whole images.
         """
-        return [self._predict_image(step, image, sample)
-                for image, sample in zip(data_batch['inputs'], data_batch['data_samples'])]
+        steps = step if fuse is not None else [step]
+        for image, sample in zip(data_batch['inputs'], data_batch['data_samples']):
+            merged = [self._predict_image(member_step, image, sample)
+                      for member_step in steps]
+            sample.pred_instances = merged[0] if fuse is None else self._capped(
+                fuse(merged))
+        return data_batch['data_samples']
+
+    def _capped(self, pred: InstanceData) -> InstanceData:
+        return pred[:self.max_per_img] if self.max_per_img > 0 else pred
 
     def _predict_image(self, step, image: torch.Tensor,
-                       sample: DetDataSample) -> DetDataSample:
+                       sample: DetDataSample) -> InstanceData:
+        """The detections of one whole image by one model, its tiles merged."""
         height, width = image.shape[-2:]
         windows = tile_grid(width, height, self.tile_size, self.overlap)
         # Boxes come back rescaled to the original image (rescale=True); so must offsets
@@ -115,20 +143,25 @@ class TiledInferenceMixin:
                 offsets.append((x0 / scale_w, y0 / scale_h))
             outputs = step(dict(inputs=tiles, data_samples=tile_samples))
             tile_preds.extend(out.pred_instances for out in outputs)
-        sample.pred_instances = merge_tile_predictions(
+        return merge_tile_predictions(
             tile_preds, offsets, nms_iou=self.nms_iou,
             class_agnostic=self.class_agnostic, max_per_img=self.max_per_img,
             cores=cores)
-        return sample
 
     @torch.no_grad()
     def run_iter(self, idx: int, data_batch: dict) -> None:
         """One dataloader batch: tiled prediction, evaluation and the stage's hooks."""
         stage = self.stage
         self.runner.call_hook(f'before_{stage}_iter', batch_idx=idx, data_batch=data_batch)
+        model = self.runner.model
+        module = model.module if is_model_wrapper(model) else model
         with autocast(enabled=self.fp16):
-            outputs = self.predict_tiled(getattr(self.runner.model, f'{stage}_step'),
-                                         data_batch)
+            if isinstance(module, FusedEnsemble):
+                outputs = self.predict_tiled(
+                    [getattr(member, f'{stage}_step') for member in module.members],
+                    data_batch, fuse=module.fuse)
+            else:
+                outputs = self.predict_tiled(getattr(model, f'{stage}_step'), data_batch)
         self.evaluator.process(data_samples=outputs, data_batch=data_batch)
         self.runner.call_hook(f'after_{stage}_iter', batch_idx=idx, data_batch=data_batch,
                               outputs=outputs)

@@ -3,17 +3,18 @@
 Each class is fused apart. The detections of all ``M`` members are taken in descending
 score; the highest one not yet used opens a cluster with every unused detection of its
 class whose IoU with it exceeds ``iou_thr`` (its own included), as NMS would suppress
-them. A cluster ``C`` gives one detection:
+them. With member weights ``w_m`` (summing to 1; equal by default), a cluster ``C`` gives
+one detection:
 
-    box(C)   = sum_{d in C} s_d b_d / sum_{d in C} s_d
-    score(C) = (1 / M) sum_m max_{d in C, d from member m} s_d     (0 for a member absent)
+    box(C)   = sum_{d in C} w_m(d) s_d b_d / sum_{d in C} w_m(d) s_d
+    score(C) = sum_m w_m max_{d in C, d from member m} s_d     (0 for a member absent)
 
-so a cell every member finds keeps their mean score, and a detection one member alone
-makes keeps ``1 / M`` of it: the members vote with their scores, which ranks cells found
-by all above the look-alikes one member takes for cells (weighted box fusion, Solovyev
-et al. 2021, with the cluster formed around its best detection).
+so a cell every member finds keeps their weighted mean score, and a detection one member
+alone makes keeps its weight's share of it: the members vote with their scores, which
+ranks cells found by all above the look-alikes one member takes for cells (weighted box
+fusion, Solovyev et al. 2021, with the cluster formed around its best detection).
 """
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -22,7 +23,8 @@ from torch import Tensor
 
 
 def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
-                    labels: Sequence[Tensor], iou_thr: float = 0.55
+                    labels: Sequence[Tensor], iou_thr: float = 0.55,
+                    weights: Optional[Sequence[float]] = None
                     ) -> Tuple[Tensor, Tensor, Tensor]:
     """Fuse the detections of ``M = len(boxes)`` members of one image (module docstring).
 
@@ -32,6 +34,8 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
         labels: per member ``(N_m,)`` class indices.
         iou_thr: a detection joins a cluster when its IoU with the cluster's best
             detection is above this, in (0, 1).
+        weights: per member a weight >= 0, not all 0, normalised to sum to 1 (default:
+            equal).
 
     Returns:
         ``(boxes (K, 4), scores (K,), labels (K,))``, the clusters in descending score.
@@ -42,6 +46,7 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
         raise ValueError('fuse_detections: expected one boxes, scores and labels tensor '
                          f'per member, got {len(boxes)}, {len(scores)}, {len(labels)}')
     num_members = len(boxes)
+    weights = member_weights(weights, num_members)
     all_boxes = torch.cat([b.reshape(-1, 4) for b in boxes])
     all_scores = torch.cat([s.reshape(-1) for s in scores])
     all_labels = torch.cat([la.reshape(-1) for la in labels])
@@ -67,13 +72,26 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
     device = all_scores.device
     cluster = torch.as_tensor(cluster, device=device)
     heads = torch.as_tensor(heads, device=device)
-    weight = all_scores.new_zeros(len(heads)).index_add_(0, cluster, all_scores)
+    member_weight = all_scores.new_tensor(weights)
+    votes = all_scores * member_weight[member]
+    weight = all_scores.new_zeros(len(heads)).index_add_(0, cluster, votes)
     box_sum = all_boxes.new_zeros(len(heads), 4).index_add_(
-        0, cluster, all_boxes * all_scores[:, None])
+        0, cluster, all_boxes * votes[:, None])
     fused_boxes = torch.where(weight[:, None] > 0,
                               box_sum / weight.clamp(min=1e-12)[:, None], all_boxes[heads])
     best = all_scores.new_zeros(len(heads) * num_members).scatter_reduce_(
         0, cluster * num_members + member, all_scores, reduce='amax')
-    fused_scores = best.view(len(heads), num_members).sum(1) / num_members
+    fused_scores = best.view(len(heads), num_members) @ member_weight
     keep = torch.argsort(fused_scores, descending=True, stable=True)
     return fused_boxes[keep], fused_scores[keep], all_labels[heads][keep]
+
+
+def member_weights(weights: Optional[Sequence[float]], num_members: int) -> Tuple[float, ...]:
+    """``weights`` normalised to sum to 1, equal ones for ``None``; checked."""
+    if weights is None:
+        return (1.0 / num_members, ) * num_members
+    weights = tuple(float(w) for w in weights)
+    if len(weights) != num_members or min(weights) < 0 or sum(weights) <= 0:
+        raise ValueError(f'fusion weights: expected {num_members} weights >= 0, not all '
+                         f'0, got {list(weights)}')
+    return tuple(w / sum(weights) for w in weights)

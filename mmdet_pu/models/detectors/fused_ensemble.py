@@ -11,14 +11,18 @@ cells all members find rank above what one member alone takes for a cell.
 A config holds the members' common model once::
 
     model = dict(type='FusedEnsemble', detector=<the detector's model dict>,
-                 num_members=4, iou_thr=0.55)
+                 num_members=4, iou_thr=0.55, weights=[1, 1, 1, 3])
 
 and its checkpoint the members' weights under ``members.<i>.``
 (:func:`mmdet_pu.experiments.fused_ensemble.write_ensemble_checkpoint`). It predicts
-(``tools/test.py``, the tiled loops, slides); it does not train.
+(``tools/test.py``, the tiled loops, slides); it does not train. The tiled test and
+validation loops run each member over the tiles of an image, merge each member's tiles
+as for one detector and fuse the members' whole-image detections (:meth:`fuse`), so no
+NMS runs after the fusion, which removes duplicates itself; slide inference fuses each
+tile's detections before its merge.
 """
 import copy
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 from mmdet.models.detectors.base import BaseDetector
 from mmdet.registry import MODELS
@@ -27,7 +31,7 @@ from mmdet.utils import ConfigType, OptConfigType, OptMultiConfig
 from mmengine.structures import InstanceData
 from torch import Tensor, nn
 
-from .box_fusion import fuse_detections
+from .box_fusion import fuse_detections, member_weights
 
 
 @MODELS.register_module()
@@ -40,9 +44,12 @@ class FusedEnsemble(BaseDetector):
             ensemble's unless ``data_preprocessor`` is given).
         num_members: how many members, at least 1.
         iou_thr: the IoU above which a detection joins a cluster, in (0, 1).
+        weights: each member's share of the vote, ``num_members`` numbers >= 0
+            (normalised; default: equal shares).
     """
 
     def __init__(self, detector: ConfigType, num_members: int, iou_thr: float = 0.55,
+                 weights: Optional[Sequence[float]] = None,
                  data_preprocessor: OptConfigType = None,
                  init_cfg: OptMultiConfig = None) -> None:
         if not isinstance(num_members, int) or num_members < 1:
@@ -50,12 +57,13 @@ class FusedEnsemble(BaseDetector):
                              f'{num_members!r}')
         if not 0 < iou_thr < 1:
             raise ValueError(f'FusedEnsemble: iou_thr must be in (0, 1), got {iou_thr!r}')
+        weights = member_weights(weights, num_members)  # checked before building
         if data_preprocessor is None:
             data_preprocessor = copy.deepcopy(detector.get('data_preprocessor'))
         super().__init__(data_preprocessor=data_preprocessor, init_cfg=init_cfg)
         self.members = nn.ModuleList(
             MODELS.build(copy.deepcopy(detector)) for _ in range(num_members))
-        self.iou_thr = iou_thr
+        self.iou_thr, self.weights = iou_thr, weights
 
     def predict(self, batch_inputs: Tensor, batch_data_samples: SampleList,
                 rescale: bool = True) -> SampleList:
@@ -64,15 +72,21 @@ class FusedEnsemble(BaseDetector):
         for member in self.members:
             samples = member.predict(batch_inputs, batch_data_samples, rescale=rescale)
             per_member.append([sample.pred_instances for sample in samples])
-        results = []
-        for image_preds in zip(*per_member):
-            bboxes, scores, labels = fuse_detections(
-                [p.bboxes for p in image_preds], [p.scores for p in image_preds],
-                [p.labels for p in image_preds], self.iou_thr)
-            fused = InstanceData()
-            fused.bboxes, fused.scores, fused.labels = bboxes, scores, labels
-            results.append(fused)
+        results = [self.fuse(image_preds) for image_preds in zip(*per_member)]
         return self.add_pred_to_datasample(batch_data_samples, results)
+
+    def fuse(self, member_preds: Sequence[InstanceData]) -> InstanceData:
+        """One image's detections by every member (``bboxes``, ``scores``, ``labels``),
+        fused; the tiled loops call it on each member's merged whole-image detections."""
+        if len(member_preds) != len(self.members):
+            raise ValueError(f'FusedEnsemble.fuse: expected the detections of '
+                             f'{len(self.members)} members, got {len(member_preds)}')
+        bboxes, scores, labels = fuse_detections(
+            [p.bboxes for p in member_preds], [p.scores for p in member_preds],
+            [p.labels for p in member_preds], self.iou_thr, self.weights)
+        fused = InstanceData()
+        fused.bboxes, fused.scores, fused.labels = bboxes, scores, labels
+        return fused
 
     def loss(self, batch_inputs: Tensor, batch_data_samples: SampleList):
         raise RuntimeError('FusedEnsemble does not train: train each member with its own '

@@ -12,7 +12,7 @@ from mmdet_pu.apis.slide_model import classifier_classes
 from mmdet_pu.experiments.fused_ensemble import (ensemble_config,
                                                  write_ensemble_checkpoint)
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
-from tests._data import make_tiny_coco, write_tiny_config
+from tests._data import make_tiny_coco, pu_model_extra, write_tiny_config
 
 
 def t(values):
@@ -155,3 +155,33 @@ def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
         assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())
     assert not torch.equal(ensemble.members[0].backbone.conv1.weight,
                            ensemble.members[1].backbone.conv1.weight)
+
+
+def test_a_member_trained_with_its_own_loss_joins_a_pu_ensemble(tiny, tmp_path):
+    """``--self-train-loss own`` with the fused default: the round's checkpoint has no
+    PU prior buffers, the ensemble is built from a PU config; the runner's non-strict
+    load leaves only those buffers out, and every member predicts with its weights."""
+    root, cfg = tiny
+    pu_config = write_tiny_config(tmp_path / 'pu.py', root / 'data',
+                                  extra=pu_model_extra(0.05, 0.3))
+    pu_model = Config.fromfile(pu_config).model
+    paths = []
+    for index, model_cfg in enumerate((pu_model, cfg.model)):  # PU, then own loss
+        torch.manual_seed(index)
+        paths.append(str(tmp_path / f'member{index}.pth'))
+        torch.save(dict(state_dict=MODELS.build(model_cfg).state_dict()), paths[-1])
+    write_ensemble_checkpoint(paths, str(tmp_path / 'fused.pth'))
+    ensemble_cfg = ensemble_config(pu_config, 2, weights=[1, 1])
+    ensemble_cfg.model.detector.test_cfg.rcnn.score_thr = 0.0
+    ensemble = MODELS.build(ensemble_cfg.model).eval()
+    load_checkpoint(ensemble, str(tmp_path / 'fused.pth'), map_location='cpu',
+                    strict=False, logger='silent')
+    own = torch.load(paths[1], weights_only=False)['state_dict']
+    assert all(torch.equal(v, own[k]) for k, v in ensemble.members[1].state_dict().items()
+               if k in own)
+    assert {k for k in ensemble.members[1].state_dict() if k not in own} == {
+        'rpn_head.loss_cls.prior', 'roi_head.bbox_head.loss_cls.prior'}
+    data = _batch(ensemble.members[0])
+    with torch.no_grad():
+        fused = ensemble.predict(data['inputs'], data['data_samples'])[0].pred_instances
+    assert len(fused.scores) > 0

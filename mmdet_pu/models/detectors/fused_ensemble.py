@@ -11,7 +11,7 @@ cells all members find rank above what one member alone takes for a cell.
 A config holds the members' common model once::
 
     model = dict(type='FusedEnsemble', detector=<the detector's model dict>,
-                 num_members=4, iou_thr=0.55, weights=[1, 1, 1, 3])
+                 num_members=4, iou_thr=0.55, weights=[0.2, 0.1, 0.2, 0.5])
 
 and its checkpoint the members' weights under ``members.<i>.``
 (:func:`mmdet_pu.experiments.fused_ensemble.write_ensemble_checkpoint`). It predicts

@@ -73,7 +73,8 @@ def cohort(tmp_path_factory):
         write_slide(root / 'slides' / f'{name}.tif', paint_slide(side, seed), mpp=mpp,
                     levels=2)
     (root / 'slides' / 'corrupt.tif').write_bytes(b'II*\x00 truncated, not a slide')
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def free_port():

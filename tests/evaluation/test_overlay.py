@@ -2,6 +2,7 @@
 tools/test.py --show-dir."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -130,7 +131,8 @@ test_evaluator = dict(type='CellDetMetric', iou_thr=0.5)
     model = MODELS.build(Config.fromfile(config).model)
     checkpoint = root / 'random.pth'
     torch.save(dict(state_dict=model.state_dict(), meta=dict()), checkpoint)
-    return root, config, checkpoint
+    yield root, config, checkpoint
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_tools_test_show_dir_writes_overlays(random_checkpoint):

@@ -1,6 +1,7 @@
 """Repeated runs (mmdet_pu.experiments.repeat, tools/repeat.py): real 2-iteration runs over
 two seeds, resumability, the statistics."""
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -34,7 +35,8 @@ def experiment(tmp_path_factory):
             f'test_dataloader.dataset.data_root={data}/']
     proc = cli(*argv)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return tmp / 'work', argv, proc.stdout
+    yield tmp / 'work', argv, proc.stdout
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def per_run_metrics(work):

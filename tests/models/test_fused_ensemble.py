@@ -1,5 +1,7 @@
 """Fusion of several detectors' detections (mmdet_pu.models.detectors): the cluster
 rule on hand-made boxes, and FusedEnsemble on a real slim Faster R-CNN."""
+import shutil
+
 import pytest
 import torch
 from mmdet.registry import MODELS
@@ -94,7 +96,8 @@ def tiny(tmp_path_factory):
     make_tiny_coco(root / 'data', n_images=1, size=128)
     cfg = Config.fromfile(write_tiny_config(root / 'tiny.py', root / 'data'))
     cfg.model.test_cfg.rcnn.score_thr = 0.0  # an untrained head's scores are low
-    return root, cfg
+    yield root, cfg
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _batch(model, size=128):

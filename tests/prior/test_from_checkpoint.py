@@ -2,6 +2,7 @@
 (tools/estimate_prior.py's computation), and the split's images it samples."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -57,7 +58,8 @@ def trained(tmp_path_factory):
     cfg.work_dir = str(tmp_path / 'work')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None  # training only
     build_runner(cfg).train()
-    return config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
+    yield config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def test_estimate_on_a_tiny_trained_model(trained):

@@ -2,6 +2,7 @@
 (mmdet_pu.prior.label_frequency; tools/estimate_prior.py and the fit on such configs)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -151,7 +152,8 @@ def trained(request, tmp_path_factory):
     cfg.work_dir = str(tmp_path / 'work')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None  # training only
     build_runner(cfg).train()
-    return request.param, config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
+    yield request.param, config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def estimate(config, checkpoint, out, *options):

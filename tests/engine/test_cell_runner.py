@@ -92,3 +92,18 @@ def test_the_runner_formats_the_config_text_once_and_as_mmengine_does(tmp_path, 
     assert len(calls) == 1  # the log and the dump: one formatting
     dumped = Config.fromfile(tmp_path / 'synthetic_keep1_pu.py')
     assert dumped.to_dict() == runner.cfg.to_dict()
+
+
+def test_every_runner_of_a_process_writes_with_a_visualizer_of_its_own(tmp_path):
+    runners = []
+    for name in ('first', 'second'):
+        cfg = Config.fromfile('configs/synthetic/synthetic_keep1_pu.py')
+        assert cfg.visualizer.name == 'visualizer'  # mmdet's shared name
+        cfg.work_dir = str(tmp_path / name)
+        runners.append(RUNNERS.build(cfg))
+    first, second = (runner.visualizer for runner in runners)
+    assert first is not second
+    for runner in runners:
+        backend = runner.visualizer._vis_backends['LocalVisBackend']
+        assert backend._save_dir.startswith(runner.log_dir)
+    assert type(second).get_current_instance() is second

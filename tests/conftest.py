@@ -10,6 +10,7 @@ fixture runs the tools that the schedulers start in forks of the worker
 (tests/_forked.py).
 """
 import os
+import shutil
 
 import pytest
 
@@ -37,3 +38,13 @@ def forked_tools(monkeypatch):
     of this process, which has done the imports already (tests/_forked.py)."""
     from tests._forked import fork_the_tools  # imports torch: after pytest_configure
     fork_the_tools(monkeypatch)
+
+
+@pytest.fixture(scope='module')
+def module_tmp_path(request, tmp_path_factory):
+    """A temporary directory for one test file's shared fixtures, removed when the file
+    is done: they hold checkpoints, and the suite's peak disk use is the sum of what its
+    files keep (``tmp_path`` of a passing test goes at once: setup.cfg)."""
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit('.', 1)[-1])
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -55,10 +55,10 @@ def paint_slide(side, seed):
 
 
 @pytest.fixture(scope='module')
-def cohort(tmp_path_factory):
+def cohort(module_tmp_path):
     """A tiny randomly initialised slim Faster R-CNN (2 classes, trained at 0.5 um/px by
     its checkpoint), six small pyramid TIFF slides and a corrupt one."""
-    root = tmp_path_factory.mktemp('cohort')
+    root = module_tmp_path
     (root / 'cfg.py').write_text(
         f"_base_ = {str(REPO / 'configs/_base_/models/faster-rcnn_r18-slim_fpn.py')!r}\n"
         "model = dict(roi_head=dict(bbox_head=dict(num_classes=2)))\n"
@@ -73,8 +73,7 @@ def cohort(tmp_path_factory):
         write_slide(root / 'slides' / f'{name}.tif', paint_slide(side, seed), mpp=mpp,
                     levels=2)
     (root / 'slides' / 'corrupt.tif').write_bytes(b'II*\x00 truncated, not a slide')
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    return root
 
 
 def free_port():

@@ -2,7 +2,6 @@
 tools/test.py --show-dir."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -118,10 +117,10 @@ def test_overlay_interval_must_be_a_positive_integer():
 
 
 @pytest.fixture(scope='module')
-def random_checkpoint(tmp_path_factory):
+def random_checkpoint(module_tmp_path):
     """A tiny config evaluated by TiledTestLoop + CellDetMetric and an untrained
     checkpoint of its model."""
-    root = tmp_path_factory.mktemp('show')
+    root = module_tmp_path
     make_tiny_coco(root / 'data', n_images=2, size=128)
     config = write_tiny_config(root / 'tiny.py', root / 'data', extra="""
 test_cfg = dict(type='TiledTestLoop', tile_size=96, overlap=32, nms_iou=0.3)
@@ -131,8 +130,7 @@ test_evaluator = dict(type='CellDetMetric', iou_thr=0.5)
     model = MODELS.build(Config.fromfile(config).model)
     checkpoint = root / 'random.pth'
     torch.save(dict(state_dict=model.state_dict(), meta=dict()), checkpoint)
-    yield root, config, checkpoint
-    shutil.rmtree(root, ignore_errors=True)
+    return root, config, checkpoint
 
 
 def test_tools_test_show_dir_writes_overlays(random_checkpoint):

@@ -1,7 +1,6 @@
 """Repeated runs (mmdet_pu.experiments.repeat, tools/repeat.py): real 2-iteration runs over
 two seeds, resumability, the statistics."""
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -22,9 +21,9 @@ def cli(*argv):
 
 
 @pytest.fixture(scope='module')
-def experiment(tmp_path_factory):
+def experiment(module_tmp_path):
     """Two seeds of the synthetic PU config, 2 iterations each, on 4 generated images."""
-    tmp = tmp_path_factory.mktemp('repeat')
+    tmp = module_tmp_path
     data = tmp / 'data'
     assert run_script('data_prep/prepare.py', 'synthetic', '--out', data, '--num-images', '4',
                       '--no-progress').returncode == 0
@@ -35,8 +34,7 @@ def experiment(tmp_path_factory):
             f'test_dataloader.dataset.data_root={data}/']
     proc = cli(*argv)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    yield tmp / 'work', argv, proc.stdout
-    shutil.rmtree(tmp, ignore_errors=True)
+    return tmp / 'work', argv, proc.stdout
 
 
 def per_run_metrics(work):

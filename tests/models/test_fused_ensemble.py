@@ -1,7 +1,5 @@
 """Fusion of several detectors' detections (mmdet_pu.models.detectors): the cluster
 rule on hand-made boxes, and FusedEnsemble on a real slim Faster R-CNN."""
-import shutil
-
 import pytest
 import torch
 from mmdet.registry import MODELS
@@ -90,14 +88,13 @@ def test_no_detection_and_bad_arguments():
 
 
 @pytest.fixture(scope='module')
-def tiny(tmp_path_factory):
+def tiny(module_tmp_path):
     init_default_scope('mmdet')
-    root = tmp_path_factory.mktemp('fused')
+    root = module_tmp_path
     make_tiny_coco(root / 'data', n_images=1, size=128)
     cfg = Config.fromfile(write_tiny_config(root / 'tiny.py', root / 'data'))
     cfg.model.test_cfg.rcnn.score_thr = 0.0  # an untrained head's scores are low
-    yield root, cfg
-    shutil.rmtree(root, ignore_errors=True)
+    return root, cfg
 
 
 def _batch(model, size=128):

@@ -2,7 +2,6 @@
 (tools/estimate_prior.py's computation), and the split's images it samples."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -48,9 +47,9 @@ def test_the_anchor_class_is_checked_as_the_hook_checks_it(value, message):
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
+def trained(module_tmp_path):
     """A tiny PU model trained for 2 iterations on generated, keep-1 data."""
-    tmp_path = tmp_path_factory.mktemp('estimate')
+    tmp_path = module_tmp_path
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(tmp_path / 'pu_tiny.py', data_root, extra=EXTRA)
@@ -58,8 +57,7 @@ def trained(tmp_path_factory):
     cfg.work_dir = str(tmp_path / 'work')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None  # training only
     build_runner(cfg).train()
-    yield config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    return config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
 
 
 def test_estimate_on_a_tiny_trained_model(trained):

@@ -2,7 +2,6 @@
 (mmdet_pu.prior.label_frequency; tools/estimate_prior.py and the fit on such configs)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -144,16 +143,16 @@ def tools_env():
 
 
 @pytest.fixture(scope='module', params=list(DETECTORS))
-def trained(request, tmp_path_factory):
+def trained(request, module_tmp_path):
     """A tiny PU RetinaNet / Cascade R-CNN trained for 2 iterations on keep-1 data."""
-    tmp_path = tmp_path_factory.mktemp(request.param)
+    tmp_path = module_tmp_path / request.param
+    tmp_path.mkdir()
     config = tiny_config(tmp_path, request.param)
     cfg = Config.fromfile(config)
     cfg.work_dir = str(tmp_path / 'work')
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None  # training only
     build_runner(cfg).train()
-    yield request.param, config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    return request.param, config, str(tmp_path / 'work' / 'iter_2.pth'), tmp_path
 
 
 def estimate(config, checkpoint, out, *options):

@@ -24,7 +24,12 @@ The steps of :func:`infer_slide`:
 4. **Merge.** The duplicates of cells seen by overlapping tiles are removed with the
    tiled loop's class-wise NMS, region by region
    (:func:`~mmdet_pu.engine.runner.tile_merge.merge_slide_detections`), so that the cost
-   stays linear in the number of cells.
+   stays linear in the number of cells. A ``FusedEnsemble`` (what
+   ``tools/fit_prior.py`` returns) is run as the tiled loops run it: each member's
+   tiles are detected and merged as one detector's, then the members' slide-wide
+   detections are fused, region by region
+   (:func:`~mmdet_pu.engine.runner.tile_merge.fuse_slide_detections`), and
+   ``score_thr`` applies to the fused scores.
 5. **Result.** The cells in QuPath's frame, in one order however the slide was run
    (:class:`~.slide_result.SlideResult`).
 """
@@ -37,11 +42,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from mmdet_pu.engine.runner.tile_merge import (in_core, merge_slide_detections,
-                                               tile_cores)
+from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
+                                               merge_slide_detections, tile_cores)
 from mmdet_pu.io.qupath import default_color
 from mmdet_pu.io.slides import SlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
+from mmdet_pu.models.detectors import FusedEnsemble
 from .resolution import ResolutionPlan, level0_roi, level_region, plan_resolution
 from .slide_model import InputFormat, input_format
 from .slide_result import SlideResult
@@ -97,10 +103,19 @@ def infer_slide(model, slide, roi=None, level=None,
         plan = plan_resolution(reader, target_mpp, level)
         windows = tile_windows(reader, region, plan, tile_size, overlap)
         tiles, mask = tissue_tiles(reader, region, plan.level, windows, tissue)
-        found = detect_tiles(model, reader, plan, tiles, fmt, batch_size, score_thr,
-                             prefetch, progress)
-    merged = merge_slide_detections(*found, nms_iou=nms_iou, class_agnostic=class_agnostic)
-    bboxes, scores, labels = in_qupath_order(*merged, origin, len(classes))
+        fused = isinstance(model, FusedEnsemble)
+        steps = [member.test_step for member in model.members] if fused \
+            else [model.test_step]
+        # an ensemble's members keep every detection: score_thr is the fused score's
+        found = detect_tiles(steps, reader, plan, tiles, fmt, batch_size,
+                             0.0 if fused else score_thr, prefetch, progress)
+    merged = [merge_slide_detections(*member, nms_iou=nms_iou,
+                                     class_agnostic=class_agnostic) for member in found]
+    if fused:
+        bboxes, scores, labels = fuse_slide_detections(merged, model.fuse)
+        keep = scores >= score_thr
+        merged = [(bboxes[keep], scores[keep], labels[keep])]
+    bboxes, scores, labels = in_qupath_order(*merged[0], origin, len(classes))
     return SlideResult(
         path=Path(reader.path), bboxes=bboxes, scores=scores, labels=labels,
         classes=classes, palette=palette, roi=roi, level=plan.level, tiles_run=len(tiles),
@@ -142,37 +157,40 @@ def tissue_tiles(reader: SlideReader, region, level, windows, tissue):
             if mask.covers(x * scale, y * scale, (x + w) * scale, (y + h) * scale)], mask
 
 
-def detect_tiles(model, reader: SlideReader, plan: ResolutionPlan, windows,
+def detect_tiles(steps, reader: SlideReader, plan: ResolutionPlan, windows,
                  fmt: InputFormat, batch_size, score_thr, prefetch, progress):
-    """The detections of ``model`` on the ``windows`` of ``plan.level``, read ahead in
-    batches (:func:`~.tile_batches.tile_batches`): those scoring at least
+    """The detections of each model's ``test_step`` in ``steps`` (one detector, or the
+    members of an ensemble) on the ``windows`` of ``plan.level``, read once and ahead in
+    batches (:func:`~.tile_batches.tile_batches`): per step, those scoring at least
     ``score_thr``, of positive size and centred in their window's core, as
     ``(bboxes, scores, labels)`` arrays in level-0 pixels."""
     scale = reader.level_downsamples[plan.level]
     cores = dict(zip(windows, tile_cores(windows)))
-    boxes, scores, labels = [], [], []
+    found = [([], [], []) for _ in steps]
     batches = tile_batches(reader, plan.level, windows, batch_size,
                            tile_converter(fmt, plan.resample), prefetch)
     with tqdm(total=len(windows), unit='tile', disable=not progress,
               desc=reader.path.name, leave=False) as bar, \
             contextlib.closing(batches), torch.no_grad():
         for inputs, chunk in batches:
-            outputs = model.test_step(dict(inputs=inputs, data_samples=[
-                tile_sample(tensor, window) for tensor, window in zip(inputs, chunk)]))
-            for out, window in zip(outputs, chunk):
-                pred = out.pred_instances
-                x, y = window[:2]
-                bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
-                sizes = bboxes[:, 2:] - bboxes[:, :2]
-                keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
-                    bboxes, cores[window])
-                boxes.append(bboxes[keep].cpu().numpy() * scale)
-                scores.append(pred.scores[keep].cpu().numpy())
-                labels.append(pred.labels[keep].cpu().numpy())
+            for step, (boxes, scores, labels) in zip(steps, found):
+                outputs = step(dict(inputs=inputs, data_samples=[
+                    tile_sample(tensor, window) for tensor, window in zip(inputs, chunk)]))
+                for out, window in zip(outputs, chunk):
+                    pred = out.pred_instances
+                    x, y = window[:2]
+                    bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
+                    sizes = bboxes[:, 2:] - bboxes[:, :2]
+                    keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
+                        bboxes, cores[window])
+                    boxes.append(bboxes[keep].cpu().numpy() * scale)
+                    scores.append(pred.scores[keep].cpu().numpy())
+                    labels.append(pred.labels[keep].cpu().numpy())
             bar.update(len(chunk))
-    if not boxes:
-        return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64)
-    return np.concatenate(boxes), np.concatenate(scores), np.concatenate(labels)
+    return [(np.concatenate(boxes), np.concatenate(scores), np.concatenate(labels))
+            if boxes else
+            (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
+            for boxes, scores, labels in found]
 
 
 def in_qupath_order(bboxes, scores, labels, origin, num_classes):

@@ -1,5 +1,5 @@
 """Slide inference test fixtures: TIFF slides with a resolution, a reader that records
-its reads and a deterministic detector that finds dark blobs."""
+its reads, a deterministic detector that finds dark blobs and an ensemble of them."""
 from pathlib import Path
 
 import cv2
@@ -10,7 +10,12 @@ from mmengine.model import BaseModel
 from mmengine.structures import InstanceData
 
 from mmdet.models.data_preprocessors import DetDataPreprocessor
+from mmdet.models.detectors.base import BaseDetector
+from torch import nn
+
 from mmdet_pu.io.slides import SlideReader
+from mmdet_pu.models.detectors import FusedEnsemble
+from mmdet_pu.models.detectors.box_fusion import member_weights
 
 
 BACKGROUND, TISSUE, NUCLEUS = (240, 240, 240), (230, 170, 210), (60, 40, 110)
@@ -83,6 +88,17 @@ class BlobDetector(BaseModel):
                     area / (self.cell_size ** 2 * sx * sy), 1)),
                 labels=torch.zeros(len(blobs), dtype=torch.int64))
         return data_samples
+
+
+class BlobEnsemble(FusedEnsemble):
+    """A ``FusedEnsemble`` of given :class:`BlobDetector` members (built directly, not
+    from a config), fusing as the real one does."""
+
+    def __init__(self, members, weights=None, iou_thr=0.55):
+        BaseDetector.__init__(self, data_preprocessor=DetDataPreprocessor())
+        self.members = nn.ModuleList(members)
+        self.iou_thr, self.weights = iou_thr, member_weights(weights, len(members))
+        self.dataset_meta = members[0].dataset_meta
 
 
 def write_slide(path, image_rgb, mpp=None, levels=1, tile=128):

@@ -23,15 +23,17 @@ from mmdet_pu.apis.slide_model import (input_format, slide_dataset_meta, slide_d
                                        training_mpp)
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
 from mmdet_pu.engine.runner import merge_tile_predictions
-from mmdet_pu.engine.runner.tile_merge import merge_slide_detections
+from mmdet_pu.engine.runner.tile_merge import fuse_slide_detections, merge_slide_detections
 from mmdet_pu.io.detection_writers import write_slide_outputs
 from mmdet_pu.io.slides import OpenSlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
 from mmdet_pu.io.qupath import read_geojson
+from mmdet_pu.models.detectors.box_fusion import fuse_detections
 from tests._cli import run_script
 from tests._data import REPO
 from tests.apis._fixtures import (BACKGROUND, CELLS, NUCLEUS, TISSUE, BlobDetector,
-                                  RecordingReader, make_slide_image, write_slide)
+                                  BlobEnsemble, RecordingReader, make_slide_image,
+                                  write_slide)
 from tests._qupath_fixtures import (feature, paint_cells, point, write_features, write_png,
                                     write_pyramid_tiff)
 
@@ -181,6 +183,54 @@ def test_merge_by_regions_equals_one_nms_over_the_slide(class_agnostic):
         tuple, np.column_stack([reference.bboxes.numpy(), reference.scores.numpy(),
                                 reference.labels.numpy()]).tolist()))
     assert (np.diff(merged[1]) <= 0).all()  # by descending score
+
+
+def _sorted_rows(bboxes, scores, labels):
+    rows = np.column_stack([bboxes, scores, labels]).astype(np.float64)
+    return rows[np.lexsort(rows.T[::-1])]
+
+
+def test_fusion_by_regions_equals_one_fusion_over_the_slide():
+    rng = np.random.default_rng(1)
+    centres = rng.uniform(0, 5000, (2000, 2))
+    sizes = rng.uniform(10, 30, (2000, 1))
+    cells = np.concatenate([centres - sizes / 2, centres + sizes / 2], 1)
+    labels = rng.integers(0, 2, 2000)
+    members = []
+    for found in (0.9, 0.7, 0.5):  # each member finds some cells, its boxes a bit off
+        take = rng.random(2000) < found
+        members.append(((cells[take] + rng.normal(0, 1.5, (take.sum(), 4))).astype(
+            np.float32), rng.uniform(0.05, 1, take.sum()).astype(np.float32),
+            labels[take]))
+    ensemble = BlobEnsemble([BlobDetector() for _ in members], weights=[1, 1, 2])
+    fused = fuse_slide_detections(members, ensemble.fuse, region=256)
+    whole = fuse_detections(*([torch.from_numpy(m[k]) for m in members] for k in range(3)),
+                            iou_thr=0.55, weights=[1, 1, 2])
+    assert len(fused[0]) < 0.6 * sum(len(m[0]) for m in members)  # clusters formed
+    np.testing.assert_allclose(_sorted_rows(*fused),
+                               _sorted_rows(*(t.numpy() for t in whole)), atol=1e-4)
+    assert (np.diff(fused[1]) <= 0).all()  # by descending score
+
+
+def test_an_ensemble_is_fused_after_each_members_tiles_are_merged(pyramid):
+    # a whole 16 px cell scores 1 for the first member and 256 / 24 ** 2 for the second
+    members = [BlobDetector(), BlobDetector(cell_size=24)]
+    ensemble = BlobEnsemble(members, weights=[1, 1])
+    settings = dict(tile_size=128, overlap=32, tissue=None, progress=False)
+    with open_slide(pyramid) as slide:
+        result = infer_slide(ensemble, slide, score_thr=0.5, **settings)
+        # the reference: each member's whole-slide detections, fused over the slide
+        alone = [infer_slide(member, slide, score_thr=0.0, **settings)
+                 for member in members]
+    # each cell once, those on tile borders too (fused boxes: weighted means)
+    np.testing.assert_allclose(sorted(result.bboxes.tolist()), cell_boxes(), atol=1e-4)
+    # the second member's 0.44 counts although it is below score_thr
+    assert result.scores.tolist() == pytest.approx([(1 + 256 / 24 ** 2) / 2] * len(CELLS))
+    whole = fuse_detections(*([torch.from_numpy(getattr(r, key)) for r in alone]
+                              for key in ('bboxes', 'scores', 'labels')), iou_thr=0.55)
+    keep = whole[1] >= 0.5
+    np.testing.assert_allclose(_sorted_rows(result.bboxes, result.scores, result.labels),
+                               _sorted_rows(*(t[keep].numpy() for t in whole)), atol=1e-5)
 
 
 def test_reader_thread_stays_a_few_batches_ahead_and_reports_errors(pyramid):

@@ -17,7 +17,8 @@ nothing is dropped.
 
 A whole slide holds too many cells for one NMS (its cost is quadratic in their number):
 :func:`merge_slide_detections` applies the same NMS region by region
-(``mmdet_pu.apis.slide``, docs/slides.md).
+(``mmdet_pu.apis.slide``, docs/slides.md), and :func:`fuse_slide_detections` fuses an
+ensemble's merged slide detections the same way.
 """
 import math
 from collections import defaultdict
@@ -143,10 +144,10 @@ def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, class_agnostic=F
     each detection belongs to the ``region`` x ``region`` square that holds its centre;
     the detections of every square and its 8 neighbours go through
     :func:`merge_tile_predictions` together, and the survivors that belong to the square
-    are kept. Squares are at least twice as large as the largest box, so every box that
-    could suppress a kept one, and every box that could suppress that one, is among
-    the candidates: the result equals one NMS over the slide unless a chain of
-    suppressions runs over more than a square.
+    are kept (:func:`_by_region`). Squares are at least twice as large as the largest
+    box, so every box that could suppress a kept one, and every box that could suppress
+    that one, is among the candidates: the result equals one NMS over the slide unless a
+    chain of suppressions runs over more than a square.
 
     Args:
         bboxes: (N, 4) ``x0, y0, x1, y1``; scores: (N,); labels: (N,) int.
@@ -157,35 +158,100 @@ def merge_slide_detections(bboxes, scores, labels, nms_iou=0.3, class_agnostic=F
     Returns:
         ``(bboxes, scores, labels)`` of the kept detections, by descending score.
     """
-    bboxes = np.asarray(bboxes, np.float32).reshape(-1, 4)
-    scores, labels = np.asarray(scores, np.float32), np.asarray(labels, np.int64)
-    if len(bboxes) == 0:
-        return bboxes, scores, labels
-    sides = np.maximum(bboxes[:, 2] - bboxes[:, 0], bboxes[:, 3] - bboxes[:, 1])
+    detections = _as_arrays(bboxes, scores, labels)
+
+    def merge(candidates):
+        (boxes, scores, labels), = candidates
+        return merge_tile_predictions([_instances(boxes, scores, labels)], [(0.0, 0.0)],
+                                      nms_iou=nms_iou, class_agnostic=class_agnostic)
+
+    return _by_region([detections], merge, region)
+
+
+def fuse_slide_detections(member_detections, fuse, region=1024):
+    """The fusion of an ensemble's whole-slide detections, region by region.
+
+    The slide counterpart of the tiled loops' last step: each member's tile detections
+    are merged first as one detector's (:func:`merge_slide_detections`), then the
+    members' slide-wide detections are fused, so no NMS runs after the fusion
+    (docs/method.md#fused-ensemble). The fusion's clustering is quadratic in the
+    detections it sees, so it runs as the merge does (:func:`_by_region`): on the
+    detections of every member in a square and its 8 neighbours, keeping the fused
+    boxes centred in the square. A cluster lies within its best detection's box, so
+    it is formed from the same detections as in one fusion over the slide unless a
+    chain of clusters runs over more than a square.
+
+    Args:
+        member_detections: per member, ``(bboxes (N_m, 4), scores, labels)`` arrays.
+        fuse: the ensemble's fusion of one image's member detections, a callable from
+            one ``InstanceData`` (``bboxes``, ``scores``, ``labels``) per member to one
+            (:meth:`~mmdet_pu.models.detectors.FusedEnsemble.fuse`).
+        region: side of the squares, in the boxes' pixels.
+
+    Returns:
+        ``(bboxes, scores, labels)`` of the fused detections, by descending score.
+    """
+    if not member_detections:
+        raise ValueError('fuse_slide_detections needs the detections of one member or more')
+    members = [_as_arrays(*detections) for detections in member_detections]
+    return _by_region(members, lambda candidates: fuse(
+        [_instances(*detections) for detections in candidates]), region)
+
+
+def _as_arrays(bboxes, scores, labels):
+    return (np.asarray(bboxes, np.float32).reshape(-1, 4), np.asarray(scores, np.float32),
+            np.asarray(labels, np.int64))
+
+
+def _instances(bboxes, scores, labels) -> InstanceData:
+    return InstanceData(bboxes=torch.from_numpy(bboxes), scores=torch.from_numpy(scores),
+                        labels=torch.from_numpy(labels))
+
+
+def _by_region(sources, reduce, region):
+    """``reduce`` applied region by region to the detections of several ``sources``.
+
+    Each detection belongs to the ``region`` x ``region`` square that holds its centre
+    (squares at least twice the largest box). For every square that holds one,
+    ``reduce`` gets, per source, the ``(bboxes, scores, labels)`` of that square and its
+    8 neighbours and returns an ``InstanceData``; its detections centred in the square
+    are kept.
+
+    Returns:
+        ``(bboxes, scores, labels)`` of every kept detection, by descending score.
+    """
+    boxes = np.concatenate([bboxes for bboxes, _, _ in sources])
+    if len(boxes) == 0:
+        return sources[0]
+    sides = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
     region = max(float(region), 2 * float(sides.max()), 1.0)
 
     def cells(boxes):
         centre = (boxes[:, :2] + boxes[:, 2:]) / 2
         return np.floor(centre / region).astype(np.int64)
 
-    owner = cells(bboxes)
-    order = np.lexsort((owner[:, 0], owner[:, 1]))
-    keys, starts, sizes = np.unique(owner[order], axis=0, return_index=True,
-                                    return_counts=True)
-    members = {tuple(k): order[s:s + n] for k, s, n in zip(keys.tolist(), starts, sizes)}
+    squares = []  # per source: square -> the indices of its detections
+    for bboxes, _, _ in sources:
+        owner = cells(bboxes)
+        order = np.lexsort((owner[:, 0], owner[:, 1]))
+        keys, starts, sizes = np.unique(owner[order], axis=0, return_index=True,
+                                        return_counts=True)
+        squares.append({tuple(k): order[s:s + n]
+                        for k, s, n in zip(keys.tolist(), starts, sizes)})
+    empty = np.zeros(0, np.int64)
     kept = []
-    for cx, cy in members:
-        candidates = np.concatenate([
-            members[(cx + dx, cy + dy)] for dy in (-1, 0, 1) for dx in (-1, 0, 1)
-            if (cx + dx, cy + dy) in members])
-        merged = merge_tile_predictions([InstanceData(
-            bboxes=torch.from_numpy(bboxes[candidates]),
-            scores=torch.from_numpy(scores[candidates]),
-            labels=torch.from_numpy(labels[candidates]))], [(0.0, 0.0)], nms_iou=nms_iou,
-            class_agnostic=class_agnostic)
-        boxes = merged.bboxes.numpy()
-        mine = np.all(cells(boxes) == (cx, cy), axis=1)
-        kept.append((boxes[mine], merged.scores.numpy()[mine], merged.labels.numpy()[mine]))
+    for cx, cy in sorted(set().union(*squares)):
+        candidates = []
+        for (bboxes, scores, labels), square in zip(sources, squares):
+            near = np.concatenate([empty] + [
+                square[(cx + dx, cy + dy)] for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+                if (cx + dx, cy + dy) in square])
+            candidates.append((bboxes[near], scores[near], labels[near]))
+        reduced = reduce(candidates)
+        out = reduced.bboxes.numpy().reshape(-1, 4)
+        mine = np.all(cells(out) == (cx, cy), axis=1)
+        kept.append((out[mine], reduced.scores.numpy()[mine],
+                     reduced.labels.numpy()[mine]))
     bboxes, scores, labels = (np.concatenate(parts) for parts in zip(*kept))
     order = np.argsort(-scores, kind='stable')
-    return bboxes[order], scores[order], labels[order]
+    return bboxes[order], scores[order], labels[order].astype(np.int64)

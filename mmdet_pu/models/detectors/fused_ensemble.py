@@ -18,8 +18,8 @@ and its checkpoint the members' weights under ``members.<i>.``
 (``tools/test.py``, the tiled loops, slides); it does not train. The tiled test and
 validation loops run each member over the tiles of an image, merge each member's tiles
 as for one detector and fuse the members' whole-image detections (:meth:`fuse`), so no
-NMS runs after the fusion, which removes duplicates itself; slide inference fuses each
-tile's detections before its merge.
+NMS runs after the fusion, which removes duplicates itself; slide inference
+(:func:`mmdet_pu.apis.slide.infer_slide`) does the same on the whole slide.
 """
 import copy
 from typing import Optional, Sequence, Tuple

@@ -8,7 +8,7 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmengine.runner import load_checkpoint
 
-from mmdet_pu.apis.slide_model import classifier_classes
+from mmdet_pu.apis.slide_model import classifier_classes, init_slide_model
 from mmdet_pu.experiments.fused_ensemble import (ensemble_config,
                                                  write_ensemble_checkpoint)
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
@@ -130,7 +130,7 @@ def test_identical_members_predict_what_one_member_does(tiny):
         FusedEnsemble(detector=cfg.model, num_members=2, weights=[0, 0])
 
 
-def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
+def test_the_checkpoint_holds_every_member_and_loads_for_tests_and_slides(tiny):
     root, cfg = tiny
     paths = []
     for seed in (0, 1):
@@ -155,6 +155,15 @@ def test_the_checkpoint_holds_every_member_and_the_config_builds(tiny):
         assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())
     assert not torch.equal(ensemble.members[0].backbone.conv1.weight,
                            ensemble.members[1].backbone.conv1.weight)
+    # what tools/infer_slide.py loads: the written config and checkpoint, every member
+    fused_config = root / 'fused_config.py'
+    ensemble_config(str(member_config), 2).dump(str(fused_config))
+    slide_model = init_slide_model(fused_config, root / 'fused.pth', device='cpu')
+    assert isinstance(slide_model, FusedEnsemble)
+    assert len(slide_model.dataset_meta['classes']) == 1
+    for member, path in zip(slide_model.members, paths):
+        state = torch.load(path, weights_only=False)['state_dict']
+        assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())
 
 
 def test_a_member_trained_with_its_own_loss_joins_a_pu_ensemble(tiny, tmp_path):

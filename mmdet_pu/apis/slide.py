@@ -44,10 +44,10 @@ from tqdm import tqdm
 
 from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
                                                merge_slide_detections, tile_cores)
+from mmdet_pu.engine.runner.tiled_loop import prediction_steps
 from mmdet_pu.io.qupath import default_color
 from mmdet_pu.io.slides import SlideReader, open_slide
 from mmdet_pu.io.tiling import tile_grid
-from mmdet_pu.models.detectors import FusedEnsemble
 from .resolution import ResolutionPlan, level0_roi, level_region, plan_resolution
 from .slide_model import InputFormat, input_format
 from .slide_result import SlideResult
@@ -103,16 +103,14 @@ def infer_slide(model, slide, roi=None, level=None,
         plan = plan_resolution(reader, target_mpp, level)
         windows = tile_windows(reader, region, plan, tile_size, overlap)
         tiles, mask = tissue_tiles(reader, region, plan.level, windows, tissue)
-        fused = isinstance(model, FusedEnsemble)
-        steps = [member.test_step for member in model.members] if fused \
-            else [model.test_step]
+        steps, fuse = prediction_steps(model)
         # an ensemble's members keep every detection: score_thr is the fused score's
         found = detect_tiles(steps, reader, plan, tiles, fmt, batch_size,
-                             0.0 if fused else score_thr, prefetch, progress)
+                             score_thr if fuse is None else 0.0, prefetch, progress)
     merged = [merge_slide_detections(*member, nms_iou=nms_iou,
                                      class_agnostic=class_agnostic) for member in found]
-    if fused:
-        bboxes, scores, labels = fuse_slide_detections(merged, model.fuse)
+    if fuse is not None:
+        bboxes, scores, labels = fuse_slide_detections(merged, fuse)
         keep = scores >= score_thr
         merged = [(bboxes[keep], scores[keep], labels[keep])]
     bboxes, scores, labels = in_qupath_order(*merged[0], origin, len(classes))

@@ -24,7 +24,7 @@ Select it in a config::
 ``nms_iou`` should equal the model's ``test_cfg.rcnn.nms.iou_threshold`` so that images
 no larger than one tile are left as the model predicted them.
 """
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.evaluator import Evaluator
@@ -38,6 +38,22 @@ from mmdet.structures import DetDataSample
 from ...io.tiling import tile_grid
 from ...models.detectors import FusedEnsemble
 from .tile_merge import merge_tile_predictions, tile_cores
+
+
+#: An ensemble's fusion of its members' detections of one image.
+FuseFn = Callable[[Sequence[InstanceData]], InstanceData]
+
+
+def prediction_steps(model, stage: str = 'test') -> Tuple[List[Callable], Optional[FuseFn]]:
+    """How a model predicts: ``([model.<stage>_step], None)`` for one detector;
+    ``([member.<stage>_step, ...], fuse)`` for a
+    :class:`~mmdet_pu.models.detectors.FusedEnsemble` (also wrapped), whose members
+    predict one by one and whose ``fuse`` combines their detections of one image. The
+    tiled loops and slide inference (:mod:`mmdet_pu.apis.slide`) run both alike."""
+    module = model.module if is_model_wrapper(model) else model
+    if isinstance(module, FusedEnsemble):
+        return [getattr(member, f'{stage}_step') for member in module.members], module.fuse
+    return [getattr(model, f'{stage}_step')], None
 
 
 class TiledInferenceMixin:
@@ -96,8 +112,7 @@ class TiledInferenceMixin:
         self.max_per_img = max_per_img
 
     def predict_tiled(self, step, data_batch: dict,
-                      fuse: Optional[Callable[[Sequence[InstanceData]], InstanceData]]
-                      = None) -> List[DetDataSample]:
+                      fuse: Optional[FuseFn] = None) -> List[DetDataSample]:
         """Tiled prediction of every image of a dataloader batch.
 
         Args:
@@ -153,15 +168,10 @@ class TiledInferenceMixin:
         """One dataloader batch: tiled prediction, evaluation and the stage's hooks."""
         stage = self.stage
         self.runner.call_hook(f'before_{stage}_iter', batch_idx=idx, data_batch=data_batch)
-        model = self.runner.model
-        module = model.module if is_model_wrapper(model) else model
+        steps, fuse = prediction_steps(self.runner.model, stage)
         with autocast(enabled=self.fp16):
-            if isinstance(module, FusedEnsemble):
-                outputs = self.predict_tiled(
-                    [getattr(member, f'{stage}_step') for member in module.members],
-                    data_batch, fuse=module.fuse)
-            else:
-                outputs = self.predict_tiled(getattr(model, f'{stage}_step'), data_batch)
+            outputs = self.predict_tiled(steps if fuse is not None else steps[0],
+                                         data_batch, fuse=fuse)
         self.evaluator.process(data_samples=outputs, data_batch=data_batch)
         self.runner.call_hook(f'after_{stage}_iter', batch_idx=idx, data_batch=data_batch,
                               outputs=outputs)

@@ -109,11 +109,13 @@ def infer_slide(model, slide, roi=None, level=None,
                              score_thr if fuse is None else 0.0, prefetch, progress)
     merged = [merge_slide_detections(*member, nms_iou=nms_iou,
                                      class_agnostic=class_agnostic) for member in found]
-    if fuse is not None:
+    if fuse is None:
+        bboxes, scores, labels = merged[0]
+    else:
         bboxes, scores, labels = fuse_slide_detections(merged, fuse)
         keep = scores >= score_thr
-        merged = [(bboxes[keep], scores[keep], labels[keep])]
-    bboxes, scores, labels = in_qupath_order(*merged[0], origin, len(classes))
+        bboxes, scores, labels = bboxes[keep], scores[keep], labels[keep]
+    bboxes, scores, labels = in_qupath_order(bboxes, scores, labels, origin, len(classes))
     return SlideResult(
         path=Path(reader.path), bboxes=bboxes, scores=scores, labels=labels,
         classes=classes, palette=palette, roi=roi, level=plan.level, tiles_run=len(tiles),

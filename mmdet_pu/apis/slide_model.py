@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
-from mmengine.config import Config
 from mmengine.dist import get_dist_info
 
 from mmdet.apis import init_detector
@@ -57,18 +56,12 @@ def init_slide_model(config, checkpoint, device=None, cfg_options=None):
     ``FusedEnsemble`` config (``tools/fit_prior.py``'s ``fused/fused_config.py``) loads
     as any detector's.
     """
-    cfg = Config.fromfile(str(config))
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    # what init_detector does to a config without options, for an ensemble's members
-    # too (init_detector looks for model.backbone, which they hold under model.detector)
-    backbone = cfg.model.get('detector', cfg.model).get('backbone') or {}
-    if 'init_cfg' in backbone:
-        backbone.init_cfg = None
     # palette=[]: no colours from mmdet (it would build the test dataset to find
-    # them); slide_dataset_meta chooses them. cfg_options={}: merged above
-    model = init_detector(cfg, str(checkpoint), palette=[], device=slide_device(device),
-                          cfg_options={})
+    # them); slide_dataset_meta chooses them. cfg_options never None: without options
+    # init_detector reads model.backbone, which an ensemble holds under model.detector
+    # (building a model initialises no weights; the checkpoint sets them all)
+    model = init_detector(str(config), str(checkpoint), palette=[],
+                          device=slide_device(device), cfg_options=cfg_options or {})
     model.dataset_meta = slide_dataset_meta(model.cfg, model.dataset_meta)
     return model
 

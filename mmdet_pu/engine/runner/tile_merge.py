@@ -254,4 +254,4 @@ def _by_region(sources, reduce, region):
                      reduced.labels.numpy()[mine]))
     bboxes, scores, labels = (np.concatenate(parts) for parts in zip(*kept))
     order = np.argsort(-scores, kind='stable')
-    return bboxes[order], scores[order], labels[order].astype(np.int64)
+    return bboxes[order], scores[order], labels[order]

@@ -111,13 +111,13 @@ class TiledInferenceMixin:
         self.class_agnostic = class_agnostic
         self.max_per_img = max_per_img
 
-    def predict_tiled(self, step, data_batch: dict,
+    def predict_tiled(self, steps: Sequence[Callable], data_batch: dict,
                       fuse: Optional[FuseFn] = None) -> List[DetDataSample]:
         """Tiled prediction of every image of a dataloader batch.
 
         Args:
-            step: the model's ``test_step`` or ``val_step``; with ``fuse``, a sequence
-                of them, one per member of an ensemble.
+            steps: the model's ``test_step`` or ``val_step``, or with ``fuse`` one per
+                member of an ensemble (:func:`prediction_steps`).
             data_batch: ``dict(inputs=[CHW uint8 tensor, ...], data_samples=[...])``.
             fuse: the ensemble's fusion of its members' whole-image detections
                 (:meth:`~mmdet_pu.models.detectors.FusedEnsemble.fuse`).
@@ -125,7 +125,6 @@ class TiledInferenceMixin:
         Returns:
             The batch's data samples with ``pred_instances`` of the whole images.
         """
-        steps = step if fuse is not None else [step]
         for image, sample in zip(data_batch['inputs'], data_batch['data_samples']):
             merged = [self._predict_image(member_step, image, sample)
                       for member_step in steps]
@@ -170,8 +169,7 @@ class TiledInferenceMixin:
         self.runner.call_hook(f'before_{stage}_iter', batch_idx=idx, data_batch=data_batch)
         steps, fuse = prediction_steps(self.runner.model, stage)
         with autocast(enabled=self.fp16):
-            outputs = self.predict_tiled(steps if fuse is not None else steps[0],
-                                         data_batch, fuse=fuse)
+            outputs = self.predict_tiled(steps, data_batch, fuse=fuse)
         self.evaluator.process(data_samples=outputs, data_batch=data_batch)
         self.runner.call_hook(f'after_{stage}_iter', batch_idx=idx, data_batch=data_batch,
                               outputs=outputs)

@@ -129,6 +129,76 @@ def test_random_batches_match_formula(kind, num_classes, seed):
     assert actual.item() == pytest.approx(expected, rel=1e-5)
 
 
+def reference_per_level_loss(kind, logits, labels, weights, quality, priors, levels):
+    """R_p + sum_l max{0, r_l} over sum_m pi_m, the shares r_l written out level by level:
+    the level's own unlabeled-and-positive sum over the batch's count, less its labeled
+    positives' share of the subtraction (docs/method.md#level-wise-bracket)."""
+    num_classes = len(priors)
+    rows = range(len(labels))
+    counts = [sum(weights[i].item() for i in rows if labels[i] == m)
+              for m in range(num_classes)]
+    total = weights.sum().item()
+    positive_risk, brackets = 0.0, []
+    for m in range(num_classes):
+        positive_risk += sum(priors[m] / counts[m] * weights[i].item()
+                             * location_loss(kind, logits[i].tolist(), m, quality[i].item())
+                             for i in rows if labels[i] == m and weights[i] > 0)
+    for level in sorted(set(levels.tolist())):
+        r = 0.0
+        for i in (i for i in rows if levels[i] == level and weights[i] > 0):
+            h_bg = location_loss(kind, logits[i].tolist(), num_classes)
+            r += weights[i].item() * h_bg / total
+            if labels[i] < num_classes:
+                r -= priors[labels[i]] / counts[labels[i]] * weights[i].item() * h_bg
+        brackets.append(r)
+    return (positive_risk + sum(max(0.0, r) for r in brackets)) / sum(priors), brackets
+
+
+@pytest.mark.parametrize('kind', ['focal', 'quality'])
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_the_bracket_per_level_matches_its_formula(kind, seed):
+    logits, labels, w, quality = random_batch(2, seed)
+    levels = torch.arange(len(labels)) * 3 // len(labels)  # three levels of 20
+    priors = [0.6, 0.35]
+    loss = make_loss(kind, priors, per_level=True)
+    target = labels if kind == 'focal' else (labels, quality)
+    actual = loss(logits, target, w, groups=levels, num_groups=3)
+    expected, brackets = reference_per_level_loss(kind, logits, labels, w, quality,
+                                                  priors, levels)
+    assert actual.item() == pytest.approx(expected, rel=1e-5)
+    # the levels' shares add up to the mini-batch's bracket; these batches clamp some
+    # levels and not others, so the level-wise risk lies above the pooled one
+    _, pooled = reference_risks(kind, logits, labels, w, quality, priors)
+    assert sum(brackets) == pytest.approx(pooled, rel=1e-5)
+    assert min(brackets) < 0 < max(brackets)
+    assert actual.item() > call(make_loss(kind, priors), kind, logits, labels, w,
+                                quality).item() + 1e-3
+    assert loss.pop_correction_share() == pytest.approx(
+        sum(r < 0 for r in brackets) / 3)
+
+
+def test_the_bracket_per_level_is_the_pooled_one_when_no_level_is_clamped():
+    logits, labels, w, _ = random_batch(1, seed=3)
+    levels = (torch.arange(len(labels)) % 2)
+    loss = FocalPULoss(prior=0.001, per_level=True)
+    assert torch.allclose(loss(logits, labels, w, groups=levels, num_groups=2),
+                          FocalPULoss(prior=0.001)(logits, labels, w), rtol=1e-6)
+    assert loss.pop_correction_share() == 0
+
+
+def test_a_level_without_labeled_cells_trains_on_all_its_locations():
+    """Its share is its locations' background loss over the batch's count, never
+    clamped; the gradient pushes every one of them towards the background."""
+    logits = torch.tensor([[3.0], [2.0], [1.0], [0.5]], requires_grad=True)
+    labels = torch.tensor([0, 1, 1, 1])  # one labeled positive, on level 0
+    levels = torch.tensor([0, 0, 1, 1])
+    loss = FocalPULoss(prior=0.9, per_level=True)
+    loss(logits, labels, None, groups=levels, num_groups=2).backward()
+    assert logits.grad[0] < 0 and logits.grad[1] == 0  # level 0 clamped: P pulled up
+    assert (logits.grad[2:] > 0).all()
+    assert loss.pop_correction_share() == 0.5
+
+
 def test_one_class_buffer_is_prior_and_several_are_priors():
     one = FocalPULoss(prior=0.01)
     assert one.prior.dim() == 0 and not hasattr(one, 'priors')
@@ -365,6 +435,9 @@ def test_priors_round_trip_through_the_state_dict():
     (dict(prior=0.1, nonnegative='nnpu', nnpu_beta=-1.0), r'loss_cls\.nnpu_beta'),
     (dict(prior=0.1, nonnegative='nnpu', nnpu_gamma=0.0), r'loss_cls\.nnpu_gamma'),
     (dict(prior=0.1, risk_scale='sum'), r'loss_cls\.risk_scale'),
+    (dict(prior=0.1, per_level=1), r'loss_cls\.per_level: expected True or False'),
+    (dict(prior=0.1, per_level=True, nonnegative='nnpu'),
+     r"loss_cls\.per_level: the bracket per level takes nonnegative='clamp'"),
     (dict(prior=0.1, gamma=-1.0), r'loss_cls\.gamma: expected the focal gamma'),
     (dict(prior=0.1, alpha=1.5), r'loss_cls\.alpha'),
 ])
@@ -388,3 +461,6 @@ def test_shapes_and_targets_are_checked():
         QualityFocalPULoss(priors=[0.1, 0.1])(logits, labels, w)
     with pytest.raises(ValueError, match=r'expected 60 labels'):
         FocalPULoss(priors=[0.1, 0.1])(logits, labels[:10], w)
+    with pytest.raises(ValueError, match=r'expected 60 group indices'):
+        FocalPULoss(priors=[0.1, 0.1], per_level=True)(
+            logits, labels, w, groups=labels[:10], num_groups=3)

@@ -124,6 +124,31 @@ def test_pu_risk_is_estimated_once_over_all_levels_and_images(name):
 
 
 @pytest.mark.parametrize('name', list(DENSE))
+def test_the_bracket_per_level_gets_each_samples_fpn_level(name):
+    """With ``per_level=True`` the head passes every pooled sample's level, in the
+    pooled order (docs/method.md#level-wise-bracket)."""
+    # priors at which some levels' brackets are negative and some not
+    loss_cls = dict(type=DENSE[name][3], priors=[0.4, 0.4], use_sigmoid=True,
+                    per_level=True)
+    _, pooled = twin_heads(name, loss_cls)
+    feats = features(dense_head_cfg(name, NUM_CLASSES))
+    calls = []
+    pooled.loss_cls.register_forward_hook(
+        lambda module, args, kwargs, out: calls.append((args, kwargs)), with_kwargs=True)
+    actual = head_losses(pooled, feats)['loss_cls']
+    (args, kwargs), = calls
+    anchors = pooled.prior_generator.num_base_priors
+    sizes = [2 * f.size(2) * f.size(3) * anchors[level]
+             for level, f in enumerate(feats)]  # two images per level, level-major
+    levels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    assert torch.equal(kwargs['groups'], levels) and kwargs['num_groups'] == len(sizes)
+    assert 0 < pooled.loss_cls.pop_correction_share() < 1  # some levels clamped
+    scores, target, weight = args
+    pooled_risk = MODELS.build(dict(loss_cls, per_level=False))(scores, target, weight)
+    assert actual > pooled_risk
+
+
+@pytest.mark.parametrize('name', list(DENSE))
 def test_gradients_reach_every_level(name):
     _, pooled = twin_heads(name, dict(type=DENSE[name][3], priors=PRIORS,
                                       use_sigmoid=True))

@@ -165,16 +165,40 @@ class BatchClsLossMixin:
             raise ValueError(f'cannot pool the per-level classification losses: the '
                              f'head passed different reduction_override {reductions}')
         cls_score = _concat([call.cls_score for call in calls])
+        given = self._head_loss_signature.bind(*args, **kwargs).arguments
+        level_kwargs = {}
+        if getattr(self.loss_cls, 'per_level', False):
+            level_kwargs = self.sample_levels(given['cls_scores'], len(cls_score))
         losses['loss_cls'] = self.loss_cls(
             cls_score, target, weight, avg_factor=avg_factor,
-            reduction_override=reductions.pop())
+            reduction_override=reductions.pop(), **level_kwargs)
         if self.box_fit_weight > 0:
-            given = self._head_loss_signature.bind(*args, **kwargs).arguments
             labels = target[0] if isinstance(target, tuple) else target
             box_fit = self.box_fit_mask(given['cls_scores'], given['batch_gt_instances'],
                                         labels, weight)
             losses['loss_box_fit'] = self.box_fit_loss(cls_score, box_fit)
         return losses
+
+    def sample_levels(self, cls_scores: List[Tensor], num_samples: int) -> dict:
+        """The FPN level of every pooled sample, as the PU loss's ``groups`` and
+        ``num_groups`` (docs/method.md#level-wise-bracket).
+
+        The pooled order is level-major (level by level, images within), as the
+        per-level calls and FCOS's own flattening both give; a level holds one sample
+        per location and anchor of each image.
+
+        Raises:
+            RuntimeError: the levels hold another number of samples than were pooled.
+        """
+        sizes = [score.numel() // self.cls_out_channels for score in cls_scores]
+        if sum(sizes) != num_samples:
+            raise RuntimeError(f'{type(self).__name__}: {sum(sizes)} locations on the '
+                               f'FPN levels for {num_samples} pooled classification '
+                               f'samples')
+        device = cls_scores[0].device
+        groups = torch.repeat_interleave(torch.arange(len(sizes), device=device),
+                                         torch.tensor(sizes, device=device))
+        return dict(groups=groups, num_groups=len(sizes))
 
     def box_fit_mask(self, cls_scores: List[Tensor], batch_gt_instances: list,
                      labels: Tensor, weight: Optional[Tensor]) -> Tensor:

@@ -20,7 +20,9 @@ def pu_risk_terms(h_label: Tensor,
                   labels: Tensor,
                   weights: Tensor,
                   priors: Tensor,
-                  estimator: str = 'union') -> tuple:
+                  estimator: str = 'union',
+                  groups: Tensor = None,
+                  num_groups: int = None) -> tuple:
     """The two terms of the PU risk of one mini-batch (paper Eq. 8; Eq. 15 for C classes).
 
     With priors pi_m, weights w, positives P_m, unlabeled U and weighted counts
@@ -34,6 +36,14 @@ def pu_risk_terms(h_label: Tensor,
     going below 0. A class without weighted positives contributes no terms; empty sets
     give 0, never NaN.
 
+    With ``groups`` (a group index per sample, e.g. the FPN level), r is returned split
+    into its groups' shares, r = sum_g r_g with
+
+        r_g = 1 / N_x * sum_{k in x, g} w_k H(c_k, bg)
+              - sum_m pi_m / N_p^m * sum_{i in P_m, g} w_i H(c_i, bg),
+
+    N_x the weighted count of the whole estimate's set (docs/method.md#level-wise-bracket).
+
     Args:
         h_label (Tensor): (N,) H(c_i, label_i); only read for positives.
         h_bg (Tensor): (N,) H(c_i, background).
@@ -41,9 +51,12 @@ def pu_risk_terms(h_label: Tensor,
         weights (Tensor): (N,) non-negative sample weights; 0 ignores a sample.
         priors (Tensor): (C,) class priors pi_m.
         estimator (str): One of :data:`RISK_ESTIMATORS`.
+        groups (Tensor, optional): (N,) group indices in [0, num_groups).
+        num_groups (int, optional): The number of groups (with ``groups``).
 
     Returns:
-        tuple[Tensor, Tensor]: Scalars R_p and r.
+        tuple[Tensor, Tensor]: R_p, a scalar, and r, a scalar or, with ``groups``, the
+        ``(num_groups,)`` shares r_g.
     """
     num_classes = priors.numel()
     # Weighted count of each class, the background slot last: (C + 1,)
@@ -54,16 +67,19 @@ def pu_risk_terms(h_label: Tensor,
     sample_coef = torch.cat([class_coef, class_coef.new_zeros(1)])[labels] * weights
 
     positive_risk = (sample_coef * h_label).sum()
-    positive_bg = (sample_coef * h_bg).sum()
 
     if estimator == 'union':
         marginal_weights = weights
     else:
         marginal_weights = weights * (labels == num_classes)
     marginal_total = marginal_weights.sum()
-    marginal_bg = (marginal_weights * h_bg).sum() / torch.where(
-        marginal_total > 0, marginal_total, torch.ones_like(marginal_total))
-    return positive_risk, marginal_bg - positive_bg
+    marginal_total = torch.where(marginal_total > 0, marginal_total,
+                                 torch.ones_like(marginal_total))
+    if groups is None:
+        marginal_bg = (marginal_weights * h_bg).sum() / marginal_total
+        return positive_risk, marginal_bg - (sample_coef * h_bg).sum()
+    shares = (marginal_weights / marginal_total - sample_coef) * h_bg
+    return positive_risk, shares.new_zeros(num_groups).index_add_(0, groups, shares)
 
 
 def is_corrected(negative_risk: Tensor, nonnegative: str = 'clamp',
@@ -78,12 +94,14 @@ def nonnegative_risk(positive_risk: Tensor, negative_risk: Tensor,
                      gamma: float = 1.0) -> Tensor:
     """The non-negative PU risk from its terms R_p and r (:func:`pu_risk_terms`).
 
-    ``'clamp'`` returns R_p + max{0, r} (Eq. 7); ``'nnpu'`` returns R_p + r, or R_p - beta
-    with the gradient of -gamma * r when r < -beta (docs/method.md#naive-pu-and-nnpu).
+    ``'clamp'`` returns R_p + max{0, r} (Eq. 7), or R_p + sum_g max{0, r_g} for the
+    shares r_g of a grouped r (docs/method.md#level-wise-bracket); ``'nnpu'`` returns
+    R_p + r, or R_p - beta with the gradient of -gamma * r when r < -beta
+    (docs/method.md#naive-pu-and-nnpu).
 
     Args:
         positive_risk (Tensor): R_p.
-        negative_risk (Tensor): r.
+        negative_risk (Tensor): r, a scalar, or its ``(G,)`` group shares (clamp only).
         nonnegative (str): One of :data:`NONNEGATIVE_MODES`.
         beta (float): nnPU threshold, >= 0.
         gamma (float): nnPU ascent factor, in (0, 1].
@@ -92,7 +110,10 @@ def nonnegative_risk(positive_risk: Tensor, negative_risk: Tensor,
         Tensor: Scalar risk.
     """
     if nonnegative == 'clamp':
-        return positive_risk + negative_risk.clamp(min=0)
+        return positive_risk + negative_risk.clamp(min=0).sum()
+    if negative_risk.dim():
+        raise ValueError("nnPU takes one bracket r per risk, got group shares; "
+                         "split the bracket by group with nonnegative='clamp' only")
     overfitting = is_corrected(negative_risk, nonnegative, beta)
     value = torch.where(overfitting, positive_risk - beta,
                         positive_risk + negative_risk)
@@ -257,7 +278,9 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
                 target,
                 weight: Tensor = None,
                 avg_factor: float = None,
-                reduction_override: str = None) -> Tensor:
+                reduction_override: str = None,
+                groups: Tensor = None,
+                num_groups: int = None) -> Tensor:
         """Compute the PU risk of a whole mini-batch.
 
         Args:
@@ -268,6 +291,11 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
             weight (Tensor, optional): ``(N,)`` label weights; 0 ignores a sample.
             avg_factor (float, optional): Ignored, the risk normalises itself.
             reduction_override (str, optional): ``None`` or ``'mean'``.
+            groups (Tensor, optional): ``(N,)`` group indices in ``[0, num_groups)``:
+                the bracket is kept non-negative per group
+                (docs/method.md#level-wise-bracket; the dense PU heads pass the FPN
+                level when the loss has ``per_level=True``).
+            num_groups (int, optional): The number of groups (with ``groups``).
 
         Returns:
             Tensor: Scalar loss, float32 (float64 for float64 scores).
@@ -297,8 +325,14 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
             raise ValueError(f'{name}: expected {cls_score.size(0)} label weights (one '
                              f'per row of cls_score), got {weight.numel()}')
         h_label, h_bg = self.loss_terms(cls_score, labels, quality)
+        if groups is not None:
+            groups = groups.reshape(-1)
+            if groups.numel() != cls_score.size(0):
+                raise ValueError(f'{name}: expected {cls_score.size(0)} group indices '
+                                 f'(one per row of cls_score), got {groups.numel()}')
         positive_risk, negative_risk = pu_risk_terms(h_label, h_bg, labels, weight,
-                                                     priors, self.estimator)
+                                                     priors, self.estimator, groups,
+                                                     num_groups)
         self._count_correction(negative_risk)
         risk = nonnegative_risk(positive_risk, negative_risk, self.nonnegative,
                                 self.nnpu_beta, self.nnpu_gamma)
@@ -310,15 +344,16 @@ class BasePULoss(nn.Module, metaclass=ABCMeta):
         """Count a risk estimate, and whether the non-negativity acted on it, without
         synchronising with the device (:meth:`pop_correction_share` reads the count)."""
         corrected = is_corrected(negative_risk.detach(), self.nonnegative,
-                                 self.nnpu_beta).float()
+                                 self.nnpu_beta).float().mean()  # a share per group
         self._corrections = (corrected if self._corrections is None
                              else self._corrections + corrected)
         self._estimates += 1
 
     def pop_correction_share(self):
         """The share of the risk estimates since the last call whose bracket r the
-        non-negativity replaced (r < 0 for the clamp of Eq. 7, r < -beta for nnPU), or
-        None if the loss has not been called since; resets the count
+        non-negativity replaced (r < 0 for the clamp of Eq. 7, r < -beta for nnPU; an
+        estimate split by group counts the share of its groups clamped), or None if the
+        loss has not been called since; resets the count
         (:class:`~mmdet_pu.engine.hooks.PUCorrectionLoggerHook` logs it)."""
         if not self._estimates:
             return None

@@ -117,6 +117,9 @@ class DensePULoss(BasePULoss):
         nnpu_beta (float): nnPU threshold, named apart from the detector's ``beta``.
         nnpu_gamma (float): nnPU ascent factor, named apart from the focal ``gamma``.
         risk_scale (str): ``'per_positive'`` (default) or ``'per_location'``.
+        per_level (bool): Keep the bracket non-negative per FPN level, R_p + sum_l
+            max{0, r_l} (docs/method.md#level-wise-bracket), instead of max{0, r} over
+            the mini-batch; the clamp only. The PU heads pass the levels.
         loss_weight (float): Weight of the loss.
     """
 
@@ -133,9 +136,17 @@ class DensePULoss(BasePULoss):
                  nnpu_beta: float = 0.0,
                  nnpu_gamma: float = 1.0,
                  risk_scale: str = 'per_positive',
+                 per_level: bool = False,
                  loss_weight: float = 1.0) -> None:
         super().__init__(estimator, nonnegative, nnpu_beta, nnpu_gamma, risk_scale,
                          loss_weight)
+        if not isinstance(per_level, bool):
+            raise ValueError(f'loss_cls.per_level: expected True or False, got '
+                             f'{per_level!r}')
+        if per_level and nonnegative != 'clamp':
+            raise ValueError(f"loss_cls.per_level: the bracket per level takes "
+                             f"nonnegative='clamp', got nonnegative={nonnegative!r}")
+        self.per_level = per_level
         self._check_use_sigmoid(use_sigmoid, True, 'sigmoid loss (one logit per class)')
         self.use_sigmoid = True
         if (prior is None) == (priors is None):
@@ -160,6 +171,9 @@ class DensePULoss(BasePULoss):
                 f'value(s), one per class (bbox_head.num_classes={num_classes}), got '
                 f'{count}: {self.class_priors.tolist()}; a head with several classes '
                 f'takes loss_cls.priors')
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f', per_level={self.per_level}'
 
     def score_channels(self) -> tuple:
         num_classes = self.class_priors.numel()

@@ -165,10 +165,11 @@ class BatchClsLossMixin:
             raise ValueError(f'cannot pool the per-level classification losses: the '
                              f'head passed different reduction_override {reductions}')
         cls_score = _concat([call.cls_score for call in calls])
-        given = self._head_loss_signature.bind(*args, **kwargs).arguments
-        level_kwargs = {}
-        if getattr(self.loss_cls, 'per_level', False):
-            level_kwargs = self.sample_levels(given['cls_scores'], len(cls_score))
+        per_level = getattr(self.loss_cls, 'per_level', False)
+        if per_level or self.box_fit_weight > 0:  # bound only when read
+            given = self._head_loss_signature.bind(*args, **kwargs).arguments
+        level_kwargs = (self.sample_levels(given['cls_scores'], len(cls_score))
+                        if per_level else {})
         losses['loss_cls'] = self.loss_cls(
             cls_score, target, weight, avg_factor=avg_factor,
             reduction_override=reductions.pop(), **level_kwargs)

@@ -1,5 +1,5 @@
 """The label-frequency estimate of the prior of every PU stage of a dense or cascade
-detector (``tools/estimate_prior.py`` on RetinaNet, ATSS, GFL, RTMDet, Cascade R-CNN).
+detector (``tools/estimate_prior.py`` on RetinaNet, ATSS, FCOS, GFL, RTMDet, Cascade R-CNN).
 
 pi_m of a stage is the share of class-m positives among the samples its loss sees
 (docs/method.md#dense-detectors): a dense head's unignored locations, the anchors the
@@ -131,7 +131,7 @@ def estimate_stages(cfg, config: str, checkpoint: str, split: str = 'train',
     :func:`~.from_checkpoint.estimate_from_checkpoint`'s.
 
     Raises:
-        ValueError: the model has no stage with an assigner and a sampler (FCOS), no PU
+        ValueError: the model has no stage whose targets can be counted, no PU
             loss, or other classes than the dataset.
     """
     model, dataset, complete = load_detector_and_split(cfg, config, checkpoint, split,

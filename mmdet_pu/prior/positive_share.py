@@ -15,7 +15,10 @@ labels (so the samples, and the random draws of the samplers, are training's), a
 stage's assigner is called a second time on the same candidates with the image's
 complete cells; a sampled candidate is a class-m positive when that second assignment
 makes it one. Ground-truth boxes that a sampler adds as proposals are labeled cells,
-positives of their class. The RPN is class-agnostic: any cell makes a positive.
+positives of their class. The RPN is class-agnostic: any cell makes a positive. A point
+head without an assigner (FCOS) makes its targets itself, from regress ranges and centre
+regions: its target function is called a second time in the same way, and every point
+is a sample.
 :func:`count_positive_sets` does the same for several cell sets at once (e.g. the
 pseudo-complete cells of the label-frequency estimate and the complete ones,
 :mod:`.label_frequency`), on one and the same draw of the samples.
@@ -73,19 +76,17 @@ class PositiveShare(NamedTuple):
 
 
 class _Stage:
-    """One assigner + sampler pair and the loss whose samples they draw."""
+    """The counts of one classification loss over the measured images; subclasses
+    route the calls that make its training targets through :meth:`patch`."""
 
-    def __init__(self, key: str, assigner, sampler, num_classes: int) -> None:
+    def __init__(self, key: str, num_classes: int) -> None:
         self.key = key
-        self.assigner = assigner
-        self.sampler = sampler
         self.num_classes = num_classes
         self.positives: Optional[Tensor] = None  # (K cell sets, C)
         self.labeled = torch.zeros(num_classes, dtype=torch.long)
         self.total = 0
         self.cell_sets: Sequence[Sequence[InstanceData]] = ()
         self.image = 0
-        self.pending: List[Tensor] = []
 
     def start_batch(self, cell_sets: Sequence[Sequence[InstanceData]]) -> None:
         if self.positives is None:
@@ -99,32 +100,55 @@ class _Stage:
     def end_batch(self) -> None:
         if self.image != len(self.cell_sets):
             raise RuntimeError(
-                f'{self.key}: the assigner ran on {self.image} image(s) of a batch of '
-                f'{len(self.cell_sets)}; expected one assignment per image')
+                f'{self.key}: the targets were made for {self.image} image(s) of a batch '
+                f'of {len(self.cell_sets)}; expected once per image')
+
+    def next_image_sets(self, labeled: InstanceData) -> List[InstanceData]:
+        """The cell sets of the next image of the batch, in the frame, device and class
+        mapping of its training labels ``labeled``."""
+        if self.image >= len(self.cell_sets):
+            raise RuntimeError(f'{self.key}: the targets were made more than once per '
+                               f'image')
+        sets = self.cell_sets[self.image]
+        self.image += 1
+        truths = []
+        for truth in sets:
+            _check_labeled_among_truth(labeled, truth, self.key)
+            truths.append(InstanceData(
+                bboxes=truth.bboxes.to(labeled.bboxes.device),
+                labels=self._classes(truth.labels).to(labeled.labels.device)))
+        return truths
 
     def _classes(self, labels: Tensor) -> Tensor:
         """A cell's class for this stage: its label, or 0 in a class-agnostic stage."""
         return torch.zeros_like(labels) if self.num_classes == 1 else labels
 
+    def shares(self) -> List[PositiveShare]:
+        """One :class:`PositiveShare` per cell set."""
+        labeled = tuple(int(n) for n in self.labeled)
+        return [PositiveShare(tuple(int(n) for n in positives), self.total, labeled)
+                for positives in self.positives]
+
+
+class _AssignerStage(_Stage):
+    """One assigner + sampler pair and the loss whose samples they draw."""
+
+    def __init__(self, key: str, assigner, sampler, num_classes: int) -> None:
+        super().__init__(key, num_classes)
+        self.assigner = assigner
+        self.sampler = sampler
+        self.pending: List[Tensor] = []
+
     def assign(self, original, signature, *args, **kwargs):
         """The training assignment; also stores, per cell set, the class each candidate
         is assigned with that set (-1 for none)."""
         result = original(*args, **kwargs)
-        if self.image >= len(self.cell_sets):
-            raise RuntimeError(f'{self.key}: the assigner ran more than once per image')
         bound = signature.bind(*args, **kwargs)
         if 'gt_instances' not in bound.arguments:
             raise ValueError(f'{self.key}: {type(self.assigner).__name__}.assign takes no '
                              f'gt_instances argument')
-        labeled = bound.arguments['gt_instances']
-        sets = self.cell_sets[self.image]
-        self.image += 1
         self.pending = []
-        for truth in sets:
-            _check_labeled_among_truth(labeled, truth, self.key)
-            truth = InstanceData(
-                bboxes=truth.bboxes.to(labeled.bboxes.device),
-                labels=self._classes(truth.labels).to(labeled.labels.device))
+        for truth in self.next_image_sets(bound.arguments['gt_instances']):
             bound.arguments['gt_instances'] = truth
             complete = original(*bound.args, **bound.kwargs)
             classes = complete.gt_inds.new_full(complete.gt_inds.shape, -1)
@@ -156,11 +180,51 @@ class _Stage:
         self.total += sampled_inds.numel()
         return result
 
-    def shares(self) -> List[PositiveShare]:
-        """One :class:`PositiveShare` per cell set."""
-        labeled = tuple(int(n) for n in self.labeled)
-        return [PositiveShare(tuple(int(n) for n in positives), self.total, labeled)
-                for positives in self.positives]
+    def patch(self) -> None:
+        assign, sample = self.assigner.assign, self.sampler.sample
+        signature = inspect.signature(assign)
+        self.assigner.assign = (
+            lambda *a, _f=assign, _g=signature, **k: self.assign(_f, _g, *a, **k))
+        self.sampler.sample = lambda *a, _f=sample, **k: self.sample(_f, *a, **k)
+
+    def unpatch(self) -> None:
+        for obj, attr in ((self.assigner, 'assign'), (self.sampler, 'sample')):
+            obj.__dict__.pop(attr, None)
+
+
+class _PointTargetStage(_Stage):
+    """A point head whose targets its own ``_get_targets_single`` makes, without an
+    assigner or a sampler (FCOS: a location is a cell's positive when it lies in the
+    cell's centre region and its largest distance to the box's sides is in its level's
+    regress range). Every location is a sample; a label of ``num_classes`` is
+    background."""
+
+    def __init__(self, key: str, head) -> None:
+        super().__init__(key, head.num_classes)
+        self.head = head
+
+    def targets(self, original, gt_instances: InstanceData, *args, **kwargs):
+        """The training targets of one image; counts its locations, the labeled
+        positives and, per cell set, the positives that set makes."""
+        result = original(gt_instances, *args, **kwargs)
+        for k, truth in enumerate(self.next_image_sets(gt_instances)):
+            labels = original(truth, *args, **kwargs)[0]
+            self.positives[k] += self._count(labels)
+        self.labeled += self._count(result[0])
+        self.total += result[0].numel()
+        return result
+
+    def _count(self, labels: Tensor) -> Tensor:
+        found = labels[(labels >= 0) & (labels < self.num_classes)].long().cpu()
+        return torch.bincount(found, minlength=self.num_classes)
+
+    def patch(self) -> None:
+        original = self.head._get_targets_single
+        self.head._get_targets_single = (
+            lambda *a, _f=original, **k: self.targets(_f, *a, **k))
+
+    def unpatch(self) -> None:
+        self.head.__dict__.pop('_get_targets_single', None)
 
 
 def _check_labeled_among_truth(labeled: InstanceData, truth: InstanceData, key: str):
@@ -178,51 +242,51 @@ def _check_labeled_among_truth(labeled: InstanceData, truth: InstanceData, key: 
 
 
 def _stages(model) -> List[_Stage]:
-    """Every assigner + sampler pair of ``model`` with the config key of its loss.
+    """Every classification loss of ``model`` whose targets can be counted, with its
+    config key.
 
     Dense heads and RPNs hold ``assigner``, ``sampler`` and ``loss_cls``; RoI heads hold
-    ``bbox_assigner`` and ``bbox_sampler`` (one per stage in a cascade).
+    ``bbox_assigner`` and ``bbox_sampler`` (one per stage in a cascade); point heads
+    with ``regress_ranges`` and no assigner (FCOS) make their targets themselves.
     """
     stages = []
     for name, module in model.named_modules():
         prefix = f'model.{name}' if name else 'model'
         if all(hasattr(module, key) for key in ('assigner', 'sampler', 'loss_cls')):
-            stages.append(_Stage(f'{prefix}.loss_cls', module.assigner, module.sampler,
-                                 module.num_classes))
+            stages.append(_AssignerStage(f'{prefix}.loss_cls', module.assigner,
+                                         module.sampler, module.num_classes))
+        elif all(hasattr(module, key) for key in
+                 ('regress_ranges', '_get_targets_single', 'loss_cls')):
+            stages.append(_PointTargetStage(f'{prefix}.loss_cls', module))
         assigner = getattr(module, 'bbox_assigner', None)
         if assigner is None:
             continue
         if isinstance(assigner, (list, tuple)):
             for i, (stage_assigner, sampler) in enumerate(
                     zip(assigner, module.bbox_sampler)):
-                stages.append(_Stage(f'{prefix}.bbox_head.{i}.loss_cls', stage_assigner,
-                                     sampler, module.bbox_head[i].num_classes))
+                stages.append(_AssignerStage(f'{prefix}.bbox_head.{i}.loss_cls',
+                                             stage_assigner, sampler,
+                                             module.bbox_head[i].num_classes))
         else:
-            stages.append(_Stage(f'{prefix}.bbox_head.loss_cls', assigner,
-                                 module.bbox_sampler, module.bbox_head.num_classes))
+            stages.append(_AssignerStage(f'{prefix}.bbox_head.loss_cls', assigner,
+                                         module.bbox_sampler, module.bbox_head.num_classes))
     return stages
 
 
 class _Patched:
-    """Routes the assigners' and samplers' calls through their stages while active."""
+    """Routes the calls that make the stages' targets through them while active."""
 
     def __init__(self, stages: List[_Stage]) -> None:
         self.stages = stages
 
     def __enter__(self):
         for stage in self.stages:
-            assign, sample = stage.assigner.assign, stage.sampler.sample
-            signature = inspect.signature(assign)
-            stage.assigner.assign = (
-                lambda *a, _s=stage, _f=assign, _g=signature, **k: _s.assign(_f, _g, *a, **k))
-            stage.sampler.sample = (
-                lambda *a, _s=stage, _f=sample, **k: _s.sample(_f, *a, **k))
+            stage.patch()
         return self
 
     def __exit__(self, *exc):
         for stage in self.stages:
-            for obj, attr in ((stage.assigner, 'assign'), (stage.sampler, 'sample')):
-                obj.__dict__.pop(attr, None)
+            stage.unpatch()
         return False
 
 
@@ -248,9 +312,9 @@ def count_positives(model, batches: Iterable[Tuple[dict, Sequence[InstanceData]]
         :class:`PositiveShare`.
 
     Raises:
-        ValueError: the model has no assigner + sampler pair (e.g. FCOS, whose targets
-            come from regress ranges), or a labeled cell is not among its image's
-            complete cells.
+        ValueError: the model has no head whose targets can be counted (an assigner +
+            sampler pair, or FCOS's regress ranges), or a labeled cell is not among its
+            image's complete cells.
     """
     counts = count_positive_sets(
         model, ((data, [[truth] for truth in truths]) for data, truths in batches))
@@ -266,7 +330,7 @@ def count_positive_sets(model, batches: Iterable[Tuple[dict, Sequence[Sequence[I
     stages = _stages(model)
     if not stages:
         raise ValueError(f'{type(model).__name__}: no head with an assigner and a sampler '
-                         f'(build the model with its train_cfg)')
+                         f'or regress ranges (build the model with its train_cfg)')
     was_training = model.training
     model.train()
     try:

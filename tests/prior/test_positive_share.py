@@ -129,7 +129,8 @@ def record_loss_targets(model):
 
 
 @pytest.mark.parametrize('base', ['retinanet_r18-slim_fpn.py', 'atss_r18-slim_fpn.py',
-                                  'rtmdet_tiny.py', 'faster-rcnn_r18-slim_fpn.py',
+                                  'fcos_r18-slim_fpn.py', 'rtmdet_tiny.py',
+                                  'faster-rcnn_r18-slim_fpn.py',
                                   'cascade-rcnn_r18-slim_fpn.py'])
 def test_with_complete_labels_the_counts_are_the_losses_own(base):
     """Labeled = complete: every loss's samples and positive targets, as the loss sees
@@ -149,6 +150,26 @@ def test_with_complete_labels_the_counts_are_the_losses_own(base):
         assert result.positives == tuple(positives.tolist()), key
         assert result.labeled == result.positives, key
         assert sum(result.positives) > 0, key
+
+
+def test_fcos_counts_the_unlabeled_cells_among_its_points():
+    """FCOS has no assigner: its own target function runs again with the complete
+    cells. Every point is a sample; the positives are those its loss sees when trained
+    on the complete labels, the labeled ones those it sees on the training labels."""
+    key = 'model.bbox_head.loss_cls'
+    labeled = [(CELLS[:1], [1]), (SECOND_IMAGE, [0])]
+    complete = [(CELLS, [1, 0, 1]), (SECOND_IMAGE, [0])]
+    runs = {}
+    for name, cells in (('partial', labeled), ('whole', complete)):
+        model = base_model('fcos_r18-slim_fpn.py', 2)
+        own = record_loss_targets(model)[key]
+        runs[name] = count_positives(model, one_batch(cells, complete))[key], own
+    (partial, own), (whole, whole_own) = runs['partial'], runs['whole']
+    assert partial.total == whole.total == whole_own[1] == 2 * anchors_per_image(64)
+    assert partial.positives == whole.positives == tuple(whole_own[0].tolist())
+    assert partial.labeled == tuple(own[0].tolist())
+    assert 0 < sum(partial.labeled) < sum(partial.positives)
+    assert all(n > 0 for n in partial.positives)
 
 
 def test_a_labeled_cell_must_be_one_of_its_images_complete_cells():

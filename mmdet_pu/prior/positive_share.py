@@ -46,6 +46,7 @@ from mmengine.runner import load_checkpoint
 from mmengine.structures import InstanceData
 from torch import Tensor
 
+from mmdet.models.dense_heads import FCOSHead
 from mmdet.registry import DATASETS, MODELS
 from mmdet.structures.bbox import get_box_tensor
 
@@ -246,8 +247,8 @@ def _stages(model) -> List[_Stage]:
     config key.
 
     Dense heads and RPNs hold ``assigner``, ``sampler`` and ``loss_cls``; RoI heads hold
-    ``bbox_assigner`` and ``bbox_sampler`` (one per stage in a cascade); point heads
-    with ``regress_ranges`` and no assigner (FCOS) make their targets themselves.
+    ``bbox_assigner`` and ``bbox_sampler`` (one per stage in a cascade); FCOS heads make
+    their targets themselves, without an assigner.
     """
     stages = []
     for name, module in model.named_modules():
@@ -255,8 +256,7 @@ def _stages(model) -> List[_Stage]:
         if all(hasattr(module, key) for key in ('assigner', 'sampler', 'loss_cls')):
             stages.append(_AssignerStage(f'{prefix}.loss_cls', module.assigner,
                                          module.sampler, module.num_classes))
-        elif all(hasattr(module, key) for key in
-                 ('regress_ranges', '_get_targets_single', 'loss_cls')):
+        elif isinstance(module, FCOSHead):
             stages.append(_PointTargetStage(f'{prefix}.loss_cls', module))
         assigner = getattr(module, 'bbox_assigner', None)
         if assigner is None:

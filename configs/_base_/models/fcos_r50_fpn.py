@@ -1,7 +1,11 @@
 # FCOS with ResNet-50 FPN (docs/method.md#dense-detectors): mmdet 3.3.0's model of
 # fcos/fcos_r50-caffe_fpn_gn-head-center-normbbox-centeronreg-giou_1x_coco.py (focal
 # loss, GIoU box loss, centerness on the regression branch, GroupNorm head, centre
-# sampling within 1.5 strides, box targets normalised by the stride) except:
+# sampling within 1.5 strides) except:
+#  * box distances as FCOS's exp(scale * x) in pixels (norm_on_bbox=False), not the
+#    clamped stride-normalised ones: from random init the clamp (a ReLU) can turn every
+#    distance to zero within ten Adam steps and keep it there (no gradient), as one of
+#    three seeds did on real nuclei (GIoU loss 1.000 throughout, no detection);
 #  * FPN levels P2-P6 (start_level=0, strides 4-64) instead of P3-P7 (8-128), and
 #    regress ranges a quarter of mmdet's (a location regresses at the level whose range
 #    holds its largest distance to a box side: up to 16 px at stride 4, 16-32 px at
@@ -51,7 +55,7 @@ model = dict(
         regress_ranges=((-1, 16), (16, 32), (32, 64), (64, 128), (128, 1e8)),
         center_sampling=True,
         center_sample_radius=1.5,
-        norm_on_bbox=True,
+        norm_on_bbox=False,
         centerness_on_reg=True,
         conv_bias=True,
         loss_cls=dict(

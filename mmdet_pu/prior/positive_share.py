@@ -77,8 +77,9 @@ class PositiveShare(NamedTuple):
 
 
 class _Stage:
-    """The counts of one classification loss over the measured images; subclasses
-    route the calls that make its training targets through :meth:`patch`."""
+    """The counts of one classification loss over the measured images. Each kind
+    (:class:`_AssignerStage`, :class:`_PointTargetStage`) routes the calls that make the
+    loss's training targets through itself while patched (``patch``, ``unpatch``)."""
 
     def __init__(self, key: str, num_classes: int) -> None:
         self.key = key

@@ -16,7 +16,9 @@ random init, one class):
 With ``--box-fit`` the PU model also learns the box-fit negatives of the labeled cells
 (docs/method.md#box-fit-negatives: ``BoxFitShared2FCBBoxHead`` with
 ``OverlapRandomSampler`` in Faster R-CNN's RoI head and each Cascade R-CNN stage,
-``box_fit_weight=1`` in the anchor heads; FCOS and RTMDet have none).
+``box_fit_weight=1`` in the anchor heads; FCOS and RTMDet have none). With
+``--per-level`` the dense PU losses keep their bracket non-negative per FPN level
+(``per_level=True``, docs/method.md#level-wise-bracket; the dense detectors only).
 
 The two models of a pair hold identical weights. After a warmup, training steps (forward,
 losses, backward, Adam update) on the same generated batch alternate between them (own,
@@ -28,7 +30,7 @@ losses. (With a learning rate the two models drift apart within a few steps, and
 them the proposals' sizes, hence RoIAlign's work, which grows with the RoI area, and the
 NMS: a property of the weights reached, not of the loss.)
 
-    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 20 [--box-fit]
+    OMP_NUM_THREADS=1 python benchmarks/loss_overhead.py --rounds 20 [--box-fit] [--per-level]
 """
 import argparse
 import copy
@@ -83,13 +85,21 @@ def parse_args():
     parser.add_argument('--cells', type=int, default=12, help='cells per image')
     parser.add_argument('--box-fit', action='store_true',
                         help='the PU model also learns box-fit negatives')
+    parser.add_argument('--per-level', action='store_true',
+                        help='the dense PU losses clamp the bracket per FPN level')
     args = parser.parse_args()
     if args.detectors is None:
         args.detectors = BOX_FIT_DETECTORS if args.box_fit else DETECTORS
+        if args.per_level:
+            args.detectors = [name for name in args.detectors if name in DENSE]
     refused = [name for name in args.detectors if name not in BOX_FIT_DETECTORS]
     if args.box_fit and refused:
         parser.error(f'--box-fit: {", ".join(refused)} cannot learn box-fit negatives '
                      f'(choose from {", ".join(BOX_FIT_DETECTORS)})')
+    not_dense = [name for name in args.detectors if name not in DENSE]
+    if args.per_level and not_dense:
+        parser.error(f'--per-level: {", ".join(not_dense)} has no dense PU loss '
+                     f'(choose from {", ".join(DENSE)})')
     return args
 
 
@@ -114,9 +124,10 @@ def _mmdet_model(config):
     return model
 
 
-def model_configs(name, box_fit=False):
+def model_configs(name, box_fit=False, per_level=False):
     """The own-loss and the PU model config of detector ``name`` (``box_fit``: the PU
-    model also learns box-fit negatives)."""
+    model also learns box-fit negatives; ``per_level``: its dense PU loss clamps the
+    bracket per FPN level)."""
     if name == 'faster-rcnn':
         own = Config.fromfile(str(SLIM_FASTER_RCNN)).model
         pu = copy.deepcopy(own)
@@ -150,14 +161,14 @@ def model_configs(name, box_fit=False):
     own.bbox_head.update(num_classes=1, in_channels=64, feat_channels=64)
     pu = copy.deepcopy(own)
     pu.bbox_head.type = pu_head
-    pu.bbox_head.loss_cls.update(type=pu_loss, prior=DENSE_PRIOR)
+    pu.bbox_head.loss_cls.update(type=pu_loss, prior=DENSE_PRIOR, per_level=per_level)
     if box_fit:
         pu.bbox_head.box_fit_weight = 1.0
     return own, pu
 
 
-def build_models(name, box_fit=False):
-    own_cfg, pu_cfg = model_configs(name, box_fit)
+def build_models(name, box_fit=False, per_level=False):
+    own_cfg, pu_cfg = model_configs(name, box_fit, per_level)
     own, pu = MODELS.build(own_cfg), MODELS.build(pu_cfg)
     # same initial weights; the PU model additionally holds the prior buffers
     missing, unexpected = pu.load_state_dict(own.state_dict(), strict=False)
@@ -194,7 +205,7 @@ def train_step(model, optim_wrapper, data):
 def measure(name, args):
     """Median step times (own, PU) and the median per-round ratio PU / own."""
     torch.manual_seed(0)
-    models = build_models(name, args.box_fit)
+    models = build_models(name, args.box_fit, args.per_level)
     data = [make_batch(m, args.size, args.batch, args.cells) for m in models]
     optims = [OptimWrapper(torch.optim.Adam(m.parameters(), lr=0.0)) for m in models]
     for model in models:
@@ -214,7 +225,8 @@ def main():
     args = parse_args()
     init_default_scope('mmdet')
     print(f'threads={torch.get_num_threads()} size={args.size} batch={args.batch} '
-          f'rounds={args.rounds} warmup={args.warmup} box_fit={args.box_fit}')
+          f'rounds={args.rounds} warmup={args.warmup} box_fit={args.box_fit} '
+          f'per_level={args.per_level}')
     print(f'{"detector":<14}{"own loss step":>15}{"PU step":>11}{"ratio PU/own":>15}')
     for name in args.detectors:
         own, pu, ratio = measure(name, args)

@@ -97,10 +97,11 @@ class CellDetMetric(BaseMetric):
     With ``score_thr_candidates`` the metric also selects a score threshold for data
     whose labels are incomplete (a validation set): for every candidate it counts the
     labeled cells found and the detections kept, and reports the candidate that
-    maximises Lee & Liu's PU criterion ``recall^2 / detections per image``
-    (:mod:`mmdet_pu.evaluation.score_threshold`) as ``cell/pu_score_thr`` (NaN when no
-    candidate finds a labeled cell). ``tools/test.py --score-thr val`` tests with it, as
-    does a test metric configured with ``score_thr='val'`` (resolved by ``tools/test.py``).
+    maximises Lee & Liu's PU criterion ``recall^2 / detections per image``, the recall
+    taken at its lower confidence bound (:mod:`mmdet_pu.evaluation.score_threshold`), as
+    ``cell/pu_score_thr`` (NaN when no candidate finds a labeled cell).
+    ``tools/test.py --score-thr val`` tests with it, as does a test metric configured
+    with ``score_thr='val'`` (resolved by ``tools/test.py``).
 
     Args:
         score_thr (float): detections with a lower score are discarded, in [0, 1].
@@ -113,7 +114,10 @@ class CellDetMetric(BaseMetric):
             ``<dump dir>/<stage>_per_image.json`` and ``.csv`` (``stage`` is ``val`` or
             ``test``, the loop that runs; files are overwritten by the next evaluation of
             the same stage). The JSON holds the settings, ``prefix``, ``metrics`` (the
-            logged names and values, NaN as null) and ``images`` (per image: ``img_id``,
+            logged names and values, NaN as null), ``score_thr_selection`` (with
+            candidates: their ``criterion`` per class, the ``confidence``, the
+            ``chosen`` one and ``chosen_point``, the point estimate's choice) and
+            ``images`` (per image: ``img_id``,
             ``img_path``, per-class lists ``tp``, ``fp``, ``fn``, ``recall``,
             ``precision``, ``f1``, ``ap`` and ``detections``, the ranked detections:
             ``scores`` in descending order, ``labels``, ``matched`` (TP flags) and
@@ -128,6 +132,10 @@ class CellDetMetric(BaseMetric):
         score_thr_candidates (sequence of float, optional): thresholds among which
             ``cell/pu_score_thr`` is selected; the dump holds the criterion of each.
             Defaults to None (no selection).
+        score_thr_confidence (float, optional): the one-sided confidence of the lower
+            bound of the labeled recall in the criterion, in (0, 1); None for the point
+            estimate (Lee & Liu's own, unreliable with few labeled cells). Defaults to
+            0.95.
         collect_device (str): ``'cpu'`` or ``'gpu'``, for distributed collection.
         prefix (str, optional): metric name prefix. Defaults to ``'cell'``.
     """
@@ -140,6 +148,7 @@ class CellDetMetric(BaseMetric):
                  dump_per_image: bool = True,
                  out_dir: Optional[str] = None,
                  score_thr_candidates: Optional[Sequence[float]] = None,
+                 score_thr_confidence: Optional[float] = 0.95,
                  collect_device: str = 'cpu',
                  prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
@@ -167,6 +176,10 @@ class CellDetMetric(BaseMetric):
                 raise ValueError('CellDetMetric: score_thr_candidates must be increasing '
                                  f'scores in [0, 1], got {score_thr_candidates}')
         self.score_thr_candidates = score_thr_candidates
+        if score_thr_confidence is not None and not 0 < score_thr_confidence < 1:
+            raise ValueError('CellDetMetric: score_thr_confidence must be in (0, 1) or '
+                             f'None, got {score_thr_confidence!r}')
+        self.score_thr_confidence = score_thr_confidence
         self.dump_per_image = dump_per_image
         self.out_dir = out_dir
 
@@ -239,8 +252,11 @@ class CellDetMetric(BaseMetric):
             selection = self._select_score_thr(results, num_gt.sum(0))
             chosen = selection['chosen']
             metrics['pu_score_thr'] = float('nan') if chosen is None else chosen
-            print_log(f'CellDetMetric: PU score threshold {chosen} (Lee & Liu criterion '
-                      f'over {self.score_thr_candidates})', logger='current')
+            bound = ('point estimate' if self.score_thr_confidence is None else
+                     f'{self.score_thr_confidence:g} lower bound')
+            print_log(f'CellDetMetric: PU score threshold {chosen} (Lee & Liu criterion, '
+                      f'labeled recall at its {bound}, over {self.score_thr_candidates})',
+                      logger='current')
         if self.dump_per_image:
             per_image['ap'] = np.array(
                 [self._average_precision([r], n) for r, n in zip(results, num_gt)],
@@ -274,11 +290,15 @@ class CellDetMetric(BaseMetric):
                  for thr in self.score_thr_candidates]
         tp = np.stack([f[0] for f in found], axis=1)  # (classes, candidates)
         detections = np.stack([f[0] + f[1] for f in found], axis=1)
-        criterion = pu_threshold_criterion(tp, detections, num_gt, len(results))
+        point = pu_threshold_criterion(tp, detections, num_gt, len(results))
+        criterion = point if self.score_thr_confidence is None else pu_threshold_criterion(
+            tp, detections, num_gt, len(results), self.score_thr_confidence)
         return dict(candidates=self.score_thr_candidates,
+                    confidence=self.score_thr_confidence,
                     criterion=[[None if np.isnan(v) else float(v) for v in row]
                                for row in criterion],
-                    chosen=select_score_thr(self.score_thr_candidates, criterion))
+                    chosen=select_score_thr(self.score_thr_candidates, criterion),
+                    chosen_point=select_score_thr(self.score_thr_candidates, point))
 
     def _criterion(self) -> str:
         return (f'centre distance <= {self.radius} px' if self.radius is not None

@@ -15,6 +15,22 @@ sample of them, the SCAR assumption of PU learning), ``p(t)`` its precision and
 geometric mean of precision and recall, without knowing how many cells are unannotated.
 For detection the rate of positive decisions is the number of detections per image.
 
+The recall comes from the labeled cells alone, often a handful on a validation split
+(about 15 on each real fold of docs/experiments.md). At a high threshold two detections
+that hit two of 15 labeled cells give ``r^2 / Pr = (2/15)^2 / (2/16)``, more than a
+threshold that finds 12 of the 15 with six detections per image: the point estimate
+prefers the lucky few. The metric therefore maximises ``J`` with the recall replaced by
+its one-sided Wilson score lower bound at ``confidence`` (0.95 in
+:class:`~mmdet_pu.evaluation.CellDetMetric`),
+
+    r_lo = (r + z^2/2n - z sqrt(r(1 - r)/n + z^2/4n^2)) / (1 + z^2/n),   z = Phi^-1(confidence)
+
+with ``n`` the labeled cells of the class: a recall measured on few cells counts only
+for what those cells establish, and with many labeled cells ``r_lo`` tends to ``r`` and
+the choice to Lee & Liu's. ``confidence=None`` is the point estimate: the prior selection of
+:mod:`mmdet_pu.prior.selection` (which compares runs at one threshold) and the
+pseudo-labels' cut of the own-data workflow (:func:`point_estimate_thr`) keep it.
+
 With several classes each class's criterion is divided by its maximum over the
 candidates (so that classes with more cells do not dominate) and the threshold with the
 largest mean over the classes that have labeled cells is chosen. Ties go to the lower
@@ -23,13 +39,38 @@ dump, which :func:`read_validation_thr` reads back.
 """
 import json
 import math
+from statistics import NormalDist
 from typing import Optional, Sequence
 
 import numpy as np
 
 
+def recall_lower_bound(tp: np.ndarray, num_gt: np.ndarray, confidence: float) -> np.ndarray:
+    """One-sided Wilson score lower bound of the recall ``tp / num_gt`` at ``confidence``.
+
+    Args:
+        tp: ``(C, T)`` labeled cells matched at each candidate threshold.
+        num_gt: ``(C,)`` labeled cells per class.
+        confidence: in (0, 1).
+
+    Returns:
+        ``(C, T)`` bounds in [0, 1]; NaN for classes without labeled cells.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f'confidence must be in (0, 1), got {confidence}')
+    z = NormalDist().inv_cdf(confidence)
+    tp = np.asarray(tp, dtype=np.float64)
+    n = np.broadcast_to(np.asarray(num_gt, dtype=np.float64)[:, None], tp.shape)
+    bound = np.full(tp.shape, np.nan)
+    has = n > 0
+    r, m = tp[has] / n[has], n[has]
+    spread = z * np.sqrt(r * (1 - r) / m + z * z / (4 * m * m))
+    bound[has] = np.clip((r + z * z / (2 * m) - spread) / (1 + z * z / m), 0.0, 1.0)
+    return bound
+
+
 def pu_threshold_criterion(tp: np.ndarray, detections: np.ndarray, num_gt: np.ndarray,
-                           num_images: int) -> np.ndarray:
+                           num_images: int, confidence: Optional[float] = None) -> np.ndarray:
     """Lee & Liu's ``r^2 / Pr[f(x) = 1]`` per class and candidate threshold.
 
     Args:
@@ -38,6 +79,8 @@ def pu_threshold_criterion(tp: np.ndarray, detections: np.ndarray, num_gt: np.nd
         detections: ``(C, T)`` detections kept at each threshold, summed over images.
         num_gt: ``(C,)`` labeled cells per class.
         num_images: images evaluated.
+        confidence: with a value in (0, 1), ``r`` is :func:`recall_lower_bound` at that
+            confidence; None (default) is the point estimate ``tp / num_gt``.
 
     Returns:
         ``(C, T)`` criterion; 0 where nothing is detected, NaN for classes without
@@ -45,8 +88,12 @@ def pu_threshold_criterion(tp: np.ndarray, detections: np.ndarray, num_gt: np.nd
     """
     tp = np.asarray(tp, dtype=np.float64)
     detections = np.asarray(detections, dtype=np.float64)
-    num_gt = np.asarray(num_gt, dtype=np.float64)[:, None]
-    recall = np.divide(tp, num_gt, out=np.full(tp.shape, np.nan), where=num_gt > 0)
+    num_gt = np.asarray(num_gt, dtype=np.float64)
+    if confidence is None:
+        recall = np.divide(tp, num_gt[:, None], out=np.full(tp.shape, np.nan),
+                           where=num_gt[:, None] > 0)
+    else:
+        recall = recall_lower_bound(tp, num_gt, confidence)
     rate = detections / max(num_images, 1)
     criterion = np.divide(recall ** 2, rate, out=np.zeros(tp.shape), where=rate > 0)
     criterion[np.isnan(recall)] = np.nan
@@ -92,3 +139,14 @@ def read_validation_thr(dump: str) -> Optional[float]:
     value = next((v for k, v in metrics.items() if k.split('/')[-1] == 'pu_score_thr'),
                  None)
     return None if value is None or math.isnan(value) else float(value)
+
+
+def point_estimate_thr(report: dict) -> Optional[float]:
+    """The threshold Lee & Liu's point estimate selected in the validation dump
+    ``report`` (loaded JSON of ``CellDetMetric``): its ``chosen_point``; in a dump written
+    before the lower bound (no ``confidence``), its ``chosen``. None when it selected
+    none or the dump has no selection."""
+    selection = report.get('score_thr_selection') or {}
+    value = selection['chosen_point'] if 'chosen_point' in selection else \
+        None if 'confidence' in selection else selection.get('chosen')
+    return None if value is None else float(value)

@@ -23,8 +23,9 @@ dense detectors train as configured. In ``<work dir>``:
    labeled cells and sees the false positives of a bold prior as well as the misses of a
    timid one;
 5. ``self_trained/`` (unless ``self_train=False``): the provisional detector's confident
-   detections on the training split (score at least the threshold its validation
-   selected, :mod:`mmdet_pu.experiments.pseudo_labels`; ``pseudo_labels_from='chosen'``:
+   detections on the training split (score at least the threshold Lee & Liu's point
+   estimate selected on its validation, never below 0.5,
+   :mod:`mmdet_pu.experiments.pseudo_labels`; ``pseudo_labels_from='chosen'``:
    the chosen detector's) are added to the training labels as pseudo-labels
    (``pseudo_labels.json``), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
@@ -71,7 +72,7 @@ from .runs import Run, run_all
 DEFAULT_FACTORS = (0.7, 2.0)
 #: The self-training round's classification loss: the PU losses, or the detector's own.
 SELF_TRAIN_LOSSES = ('pu', 'own')
-#: The lowest score a pseudo-label may have, whatever the validation selected.
+#: The lowest score a pseudo-label may have, whatever its source's validation selected.
 SELF_TRAIN_MIN_SCORE = 0.5
 #: The lowest score of an uncertain detection (below the pseudo-labels' threshold) that
 #: ``--uncertain-score`` suggests: the round learns it neither as a cell nor as background.
@@ -151,6 +152,7 @@ def _row(index: int, run: Run, priors: Dict[str, object]) -> dict:
     test = {name: report['metrics'].get(head + name) for name in TEST_METRICS}
     return dict(name=run.name, prior=index, run_dir=run.work_dir, priors=priors,
                 val_recall=val['avg_recall'], val_score_thr=val['pu_score_thr'],
+                val_score_thr_point=val['pu_score_thr_point'],
                 counts=val['counts'], test=test, checkpoint=run.last_checkpoint())
 
 
@@ -204,7 +206,7 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
     uncertain_thr = uncertain_score if ignoring else None
     check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
     if not osp.isfile(pseudo):
-        score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr'] or 0.0)
+        score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
         found = write_pseudo_labels(config, source['checkpoint'], pseudo, options,
                                     score_thr=score_thr, uncertain_thr=uncertain_thr)
         band = ('' if uncertain_thr is None else

@@ -15,7 +15,8 @@ import os.path as osp
 import numpy as np
 
 from mmdet_pu.evaluation.cell_metric import dump_metric, report_path
-from mmdet_pu.evaluation.score_threshold import normalised_criterion, pu_threshold_criterion
+from mmdet_pu.evaluation.score_threshold import (normalised_criterion, point_estimate_thr,
+                                                 pu_threshold_criterion)
 from .keys import get_key, type_name
 
 SELECTION_METRIC = 'avg_recall'
@@ -50,7 +51,9 @@ def read_val_metrics(run_dir):
     """Summary metrics of the run's last validation, or None if it has none yet.
 
     Also ``pu_score_thr``, the score threshold the validation selected with its PU
-    criterion (None when it has none), and ``counts``: per class the labeled cells
+    criterion (None when it has none), ``pu_score_thr_point``, the one the criterion's
+    point estimate selected (:func:`~mmdet_pu.evaluation.score_threshold.
+    point_estimate_thr`), and ``counts``: per class the labeled cells
     matched (``tp``), the detections
     (``detections``) and the labeled cells (``num_gt``) over the validation images (the
     metric's pooled ``tp``/``fp``/``fn``), and ``num_images``: what Lee & Liu's
@@ -71,6 +74,7 @@ def read_val_metrics(run_dir):
     score_thr = dump_metric(report, 'pu_score_thr', optional=True)
     metrics['pu_score_thr'] = None if score_thr is None or math.isnan(score_thr) \
         else float(score_thr)
+    metrics['pu_score_thr_point'] = point_estimate_thr(report)
     return metrics
 
 

@@ -224,6 +224,25 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
                               uncertain_score=0.1, ignoring=[])
 
 
+def test_the_pseudo_labels_are_cut_at_the_point_estimates_threshold(tmp_path, monkeypatch):
+    """The round's pseudo-labels keep the cut the workflow was measured with: the
+    threshold of Lee & Liu's point estimate (not the lower bound the tests use), never
+    below 0.5."""
+    cuts = []
+
+    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
+        cuts.append(score_thr)
+        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
+
+    monkeypatch.setattr(fit, 'write_pseudo_labels', write)
+    for point, cut in ((0.7, 0.7), (0.3, fit.SELF_TRAIN_MIN_SCORE), (None, 0.5)):
+        source = dict(name='provisional', checkpoint=str(tmp_path / 'iter_2.pth'),
+                      val_score_thr=0.4, val_score_thr_point=point)
+        fit.self_training_run('pu.py', str(tmp_path / str(point)), [], source,
+                              echo=lambda msg: None)
+        assert cuts[-1] == cut
+
+
 @pytest.mark.parametrize('kwargs, message', [
     (dict(self_train_init='source'), "self_train_init: expected one of .* got 'source'"),
     (dict(pseudo_labels_from='x2'), "pseudo_labels_from: expected one of .* got 'x2'"),

@@ -6,7 +6,7 @@ Usage::
         [--no-self-train | --self-train-loss {pu,own}
          --final {self-trained,criterion,fused}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
-        [--pseudo-labels-from {provisional,chosen}]
+        [--pseudo-labels-from {provisional,chosen,fused}]
         [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
@@ -18,7 +18,8 @@ Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 the best Lee & Liu criterion on the validation split (recall^2 / detections per image);
 then trains once more at that training's priors with the provisional detector's
 confident detections on the training split added as pseudo-labels (self-training;
-``--pseudo-labels-from chosen``: the chosen detector's; ``--no-self-train`` leaves it out;
+``--pseudo-labels-from chosen``: the chosen detector's; ``fused``: the first trainings'
+fused into one detector; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
@@ -73,8 +74,9 @@ def parse_args(argv=None):
     parser.add_argument('--pseudo-labels-from', choices=PSEUDO_LABEL_SOURCES,
                         default='provisional',
                         help="whose confident detections the self-training round learns: "
-                        "the provisional detector's (default) or those of the criterion's "
-                        'choice; the round trains at the chosen priors either way')
+                        "the provisional detector's (default), those of the criterion's "
+                        'choice, or those of the first trainings fused into one detector; '
+                        'the round trains at the chosen priors either way')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='fused',
                         help='what the fit returns after self-training: the self-trained '

@@ -26,7 +26,9 @@ dense detectors train as configured. In ``<work dir>``:
    detections on the training split (score at least the threshold Lee & Liu's point
    estimate selected on its validation, never below 0.5,
    :mod:`mmdet_pu.experiments.pseudo_labels`; ``pseudo_labels_from='chosen'``:
-   the chosen detector's) are added to the training labels as pseudo-labels
+   the chosen detector's; ``'fused'``: those of the first trainings fused into one
+   detector, ``fused_first/``, their votes in proportion to their criterion) are added
+   to the training labels as pseudo-labels
    (``pseudo_labels.json``), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
@@ -81,9 +83,12 @@ SELF_TRAIN_UNCERTAIN_SCORE = 0.1
 #: the criterion's choice, whose priors it trains at (fine-tuning it).
 SELF_TRAIN_INITS = ('scratch', 'chosen')
 #: Whose detections become the self-training round's pseudo-labels: the provisional
-#: detector's (the config's priors), or those of the criterion's choice. The round trains
-#: at the chosen priors either way.
-PSEUDO_LABEL_SOURCES = ('provisional', 'chosen')
+#: detector's (the config's priors), those of the criterion's choice, or those of the
+#: first trainings fused (``fused_first/``). The round trains at the chosen priors
+#: either way.
+PSEUDO_LABEL_SOURCES = ('provisional', 'chosen', 'fused')
+#: The folder of the first trainings' fusion when the round learns its detections.
+FUSED_SOURCE = 'fused_first'
 #: What a fit that self-trains returns: the self-trained detector, the training with the
 #: best criterion among all of them, or all of them as one detector whose detections are
 #: fused (:mod:`.fused_ensemble`).
@@ -193,7 +198,8 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
                       ignoring: Sequence[str] = (),
                       init_from: Optional[str] = None) -> Run:
     """The training on the labels plus the pseudo-labels of the training ``source`` (a
-    row of the fit), the file written first if absent, with ``options`` (the options of
+    row of the fit; one with a ``config``, the fusion of the first trainings, detects
+    with that config alone), the file written first if absent, with ``options`` (the options of
     the training whose priors the round takes); with ``loss='own'`` the
     config with the detector's own classification losses
     (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
@@ -207,8 +213,10 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
     check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
     if not osp.isfile(pseudo):
         score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
-        found = write_pseudo_labels(config, source['checkpoint'], pseudo, options,
-                                    score_thr=score_thr, uncertain_thr=uncertain_thr)
+        own_config = source.get('config')  # a fusion's, written with its options merged
+        found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
+                                    [] if own_config else options, score_thr=score_thr,
+                                    uncertain_thr=uncertain_thr)
         band = ('' if uncertain_thr is None else
                 f'; {found["num_uncertain"]} uncertain detections at {uncertain_thr:g} <= '
                 f'score < {score_thr:g} ignored')
@@ -227,7 +235,10 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
 
 
 def link_checkpoint(source: str, target: str) -> None:
-    """``target`` becomes a hard link to ``source`` (a copy across file systems)."""
+    """``target`` becomes a hard link to ``source`` (a copy across file systems); one
+    already (a resumed fit with the same choice) is left as it is."""
+    if osp.exists(target) and osp.samefile(source, target):
+        return  # renaming a link onto its own file would leave the temporary name
     tmp = f'{target}.tmp{os.getpid()}'
     try:
         os.link(source, tmp)
@@ -359,7 +370,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
             echo('no assigner of this config can ignore samples (mmdet\'s '
                  'ignore_iof_thr): the round learns the uncertain detections as '
                  'unlabeled as before')
-        source = rows[0] if pseudo_labels_from == 'provisional' else chosen
+        source = pseudo_label_source(rows, chosen, pseudo_labels_from, trained,
+                                     work_dir, echo)
         init_from = chosen['checkpoint'] if self_train_init == 'chosen' else None
         run = self_training_run(config, work_dir, trained[chosen['name']].options, source,
                                 echo, self_train_loss, uncertain_score, ignoring,
@@ -423,14 +435,39 @@ def _reported(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in ('counts', 'prior')}
 
 
+def pseudo_label_source(rows: List[dict], chosen: dict, pseudo_labels_from: str,
+                        trained: Dict[str, Run], work_dir: str,
+                        echo: Callable[[str], None]) -> dict:
+    """The row whose detections the round learns (``pseudo_labels_from``, one of
+    :data:`PSEUDO_LABEL_SOURCES`): the provisional's, the chosen one's, or that of the
+    first trainings ``rows`` fused (:data:`FUSED_SOURCE`, their votes
+    :func:`criterion_shares`; evaluated like a training, and its ``config`` given)."""
+    if pseudo_labels_from == 'provisional':
+        return rows[0]
+    if pseudo_labels_from == 'chosen':
+        return chosen
+    weights = criterion_shares(rows)
+    echo(f'fusing the {len(rows)} trainings for the pseudo-labels, their votes '
+         f'{[round(w, 3) for w in weights]}')
+    fused = fused_run([trained[row['name']] for row in rows], work_dir,
+                      name=FUSED_SOURCE, weights=weights)
+    return dict(_row(len(rows), fused, {}), config=fused.config)
+
+
+def criterion_shares(rows: Sequence[dict]) -> List[float]:
+    """Shares of a vote among ``rows`` in proportion to their ``pu_criterion`` (equal
+    shares when none has one above 0)."""
+    criteria = [max(row['pu_criterion'], 0.0) for row in rows]
+    total = sum(criteria)
+    return [c / total for c in criteria] if total > 0 else [1 / len(criteria)] * len(
+        criteria)
+
+
 def fusion_weights(rows: Sequence[dict]) -> List[float]:
     """Each training's share of the fused vote (docs/method.md#fused-ensemble): the
     self-trained round, the last row, :data:`ROUND_SHARE`; the first trainings the rest
-    in proportion to their ``pu_criterion`` (equal shares when none has one above 0)."""
-    criteria = [max(row['pu_criterion'], 0.0) for row in rows[:-1]]
-    total = sum(criteria)
-    shares = [c / total for c in criteria] if total > 0 else [1 / len(criteria)] * len(
-        criteria)
+    by :func:`criterion_shares`."""
+    shares = criterion_shares(rows[:-1])
     return [(1 - ROUND_SHARE) * share for share in shares] + [ROUND_SHARE]
 
 

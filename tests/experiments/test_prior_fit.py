@@ -2,9 +2,11 @@
 line's input errors, and a tiny real fit end to end."""
 import json
 import os
+import shutil
 
 import pytest
 import torch
+from mmengine.config import Config
 
 from mmdet_pu.experiments import prior_fit as fit
 from mmdet_pu.prior.candidates import estimated_shares, scale_odds
@@ -201,6 +203,27 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
                   final='fused', uncertain_score=band)
     assert [path.stat().st_mtime for path in dumps] == stamps  # not evaluated again
 
+    # the round learns the first trainings fused instead (their round removed first)
+    (work / 'pseudo_labels.json').unlink()
+    shutil.rmtree(work / 'self_trained')
+    again = fit.fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                          echo=lambda msg: None, uncertain_score=band,
+                          pseudo_labels_from='fused')
+    firsts = [work / name / 'iter_2.pth' for name in ('provisional', 'x0.5', 'x2')]
+    assert [p.stat().st_mtime for p in firsts] == [mtimes[p] for p in firsts]
+    source = torch.load(work / 'fused_first' / 'fused.pth', map_location='cpu',
+                        weights_only=False)
+    assert source['meta']['members'] == [row['checkpoint']
+                                         for row in again['trainings'][:3]]
+    source_cfg = Config.fromfile(work / 'fused_first' / 'fused_first_config.py')
+    assert source_cfg.model.weights == pytest.approx(
+        fit.criterion_shares(again['trainings'][:3]))
+    pseudo = json.loads((work / 'pseudo_labels.json').read_text())
+    assert pseudo['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
+    assert 'learned the pseudo-labels of fused_first at the priors of' in again['reason']
+    assert again['pseudo_labels_from'] == 'fused'
+    assert again['trainings'][-1]['name'] == 'self_trained'
+
 
 def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):
     """The round's options: the pseudo-label file, the ignore options of the config's
@@ -241,6 +264,44 @@ def test_the_pseudo_labels_are_cut_at_the_point_estimates_threshold(tmp_path, mo
         fit.self_training_run('pu.py', str(tmp_path / str(point)), [], source,
                               echo=lambda msg: None)
         assert cuts[-1] == cut
+
+
+def test_a_fused_source_writes_its_pseudo_labels_with_its_own_config(tmp_path,
+                                                                     monkeypatch):
+    """The first trainings' fusion has its own config (its members' options merged):
+    the pseudo-labels are detected with it alone, the round trains with the options."""
+    calls = []
+
+    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
+        calls.append((config, checkpoint, options))
+        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
+
+    monkeypatch.setattr(fit, 'write_pseudo_labels', write)
+    fused = str(tmp_path / 'fused_first' / 'fused_first_config.py')
+    source = dict(name='fused_first', checkpoint=str(tmp_path / 'fused_first' / 'fused.pth'),
+                  val_score_thr_point=0.6, config=fused)
+    run = fit.self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], source,
+                                echo=lambda msg: None)
+    assert calls == [(fused, source['checkpoint'], [])]
+    assert run.config == 'pu.py' and run.options[0] == 'randomness.seed=0'
+
+
+def test_linking_the_same_checkpoint_again_leaves_no_temporary_file(tmp_path):
+    first, second = tmp_path / 'a.pth', tmp_path / 'b.pth'
+    first.write_bytes(b'a')
+    second.write_bytes(b'b')
+    target = tmp_path / 'fit_prior.pth'
+    for source in (first, first, second, second, first):
+        fit.link_checkpoint(str(source), str(target))
+        assert os.path.samefile(source, target)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ['a.pth', 'b.pth',
+                                                              'fit_prior.pth']
+
+
+def test_the_criterion_shares_a_vote_and_falls_back_to_equal_shares():
+    rows = [dict(pu_criterion=c) for c in (1.0, -0.2, 0.5, 0.5)]
+    assert fit.criterion_shares(rows) == pytest.approx([0.5, 0.0, 0.25, 0.25])
+    assert fit.criterion_shares([dict(pu_criterion=0.0)] * 2) == [0.5, 0.5]
 
 
 @pytest.mark.parametrize('kwargs, message', [

@@ -42,7 +42,8 @@ dense detectors train as configured. In ``<work dir>``:
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
-validation recall, criterion and test metrics, the choice and why) and
+validation recall, criterion and test metrics, those of ``fused_first/`` under
+``fused_source`` when the round learned it, the choice and why) and
 ``fit_prior.png`` (the criterion and the validation recall against the prior of the
 main stage, :func:`mmdet_pu.prior.estimate_file.main_stage`).
 Runs are resumable (:class:`~.runs.Run`): the same command continues an interrupted fit.
@@ -199,8 +200,8 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
                       init_from: Optional[str] = None) -> Run:
     """The training on the labels plus the pseudo-labels of the training ``source`` (a
     row of the fit; one with a ``config``, the fusion of the first trainings, detects
-    with that config alone), the file written first if absent, with ``options`` (the options of
-    the training whose priors the round takes); with ``loss='own'`` the
+    with that config alone), the file written first if absent, with ``options`` (the
+    options of the training whose priors the round takes); with ``loss='own'`` the
     config with the detector's own classification losses
     (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
     inside them (the priors). With ``uncertain_score`` and ``ignoring`` (the config's
@@ -364,6 +365,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
              for i, (factor, run) in enumerate(runs.items(), start=1)]
     trained = {run.name: run for run in (provisional, *runs.values())}
     chosen, reason = _choose(rows, echo)
+    source = None
     if self_train and chosen['checkpoint']:
         ignoring = ignore_options(cfg.model.get('train_cfg'))
         if uncertain_score is not None and not ignoring:
@@ -417,6 +419,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         estimated_shares=shares,
         trainings=[_reported(row) for row in rows],
         fused=_reported(chosen) if chosen['name'] == 'fused' else None,
+        fused_source=(_reported(source) if source is not None and 'config' in source
+                      else None),
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options

@@ -165,6 +165,7 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
     assert written['uncertain_score'] == band and written['self_train_init'] == 'scratch'
     assert written['pseudo_labels_from'] == 'provisional'
+    assert written['fused_source'] is None
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(fit.format_summary(summary))  # renders
 
@@ -222,6 +223,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert pseudo['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
     assert 'learned the pseudo-labels of fused_first at the priors of' in again['reason']
     assert again['pseudo_labels_from'] == 'fused'
+    reported = json.loads((work / 'fit_prior.json').read_text())['fused_source']
+    assert reported['name'] == 'fused_first' and reported['test']['ap'] is not None
+    assert reported['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
     assert again['trainings'][-1]['name'] == 'self_trained'
 
 

@@ -419,8 +419,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         estimated_shares=shares,
         trainings=[_reported(row) for row in rows],
         fused=_reported(chosen) if chosen['name'] == 'fused' else None,
-        fused_source=(_reported(source) if source is not None and 'config' in source
-                      else None),
+        fused_source=(_reported(source) if source is not None
+                      and source['name'] == FUSED_SOURCE else None),
         chosen=chosen['name'], checkpoint=fit_checkpoint,
         chosen_config=trained[chosen['name']].config,
         chosen_cfg_options=[option for option in trained[chosen['name']].options

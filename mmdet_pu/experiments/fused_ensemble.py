@@ -73,12 +73,15 @@ def _dump_to(evaluator, out_dir: str):
 
 def evaluate(config: str, checkpoint: str, work_dir: str) -> None:
     """Validate and test ``checkpoint`` with ``config``; the dumps go to
-    ``<work_dir>/cell_metrics``."""
+    ``<work_dir>/cell_metrics``. ``config`` stays as written: the runner gets a copy
+    without its file name, which it dumps as ``<work_dir>/<timestamp>.py``, so the
+    dump folder and checkpoint of this evaluation do not end up in the config that
+    ``tools/test.py`` is given later."""
     cfg = Config.fromfile(config)
     cfg.work_dir, cfg.load_from = work_dir, checkpoint
     for key in ('val_evaluator', 'test_evaluator'):
         cfg[key] = _dump_to(cfg[key], osp.join(work_dir, DUMP_DIR))
-    runner = build_runner(cfg)
+    runner = build_runner(Config(cfg.to_dict()))
     runner.val()
     runner.test()
 

@@ -196,6 +196,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')
     assert fused['chosen_cfg_options'] == []
     assert "type='FusedEnsemble'" in (work / 'fused' / 'fused_config.py').read_text()
+    written_cfg = Config.fromfile(work / 'fused' / 'fused_config.py')
+    # as written, not as evaluated: testing it elsewhere leaves the fit's dumps alone
+    assert written_cfg.load_from is None and 'out_dir' not in written_cfg.test_evaluator
     dumps = [work / 'fused' / 'cell_metrics' / f'{split}_per_image.json'
              for split in ('val', 'test')]
     stamps = [path.stat().st_mtime for path in dumps]

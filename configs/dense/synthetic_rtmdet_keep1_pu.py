@@ -17,5 +17,5 @@ model = dict(bbox_head=dict(
     # nnPU (Kiryo et al.): where a batch's bracket r < 0, ascend on it instead of
     # dropping its negative risk (the clamp of Eq. 7), which left RTMDet's negatives
     # untrained in about half the batches on real nuclei
-    # (docs/experiments.md#rtmdet-nnpu-through-the-own-data-workflow-fold-0-cpu).
+    # (docs/research_log.md#rtmdet-nnpu-through-the-own-data-workflow-fold-0-cpu).
     loss_cls=dict(type='QualityFocalPULoss', prior=0.0416, nonnegative='nnpu')))

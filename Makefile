@@ -29,7 +29,7 @@ test: setup
 
 ## Style check of the code (setup.cfg [flake8]).
 lint: setup
-	$(PY) -m flake8 mmdet_pu data_prep tools tests benchmarks configs
+	$(PY) -m flake8 cellio mmdet_pu studies data_prep tools tests benchmarks configs
 
 ## Benchmarks of benchmarks/README.md.
 bench: setup

@@ -64,7 +64,7 @@ from mmdet_pu.apis.cohort_settings import CohortSettings  # noqa: E402
 from mmdet_pu.apis.slide import infer_slide  # noqa: E402
 from mmdet_pu.io.slides import open_slide  # noqa: E402
 from mmdet_pu.io.tiling import tile_grid  # noqa: E402
-from mmdet_pu.launch import init_distributed  # noqa: E402
+from mmdet_pu.engine.launch import init_distributed  # noqa: E402
 
 MODEL_CFG = REPO / 'configs' / '_base_' / 'models' / 'faster-rcnn_r18-slim_fpn.py'
 GLASS = np.array([242, 242, 240], np.uint8)

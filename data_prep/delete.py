@@ -26,7 +26,7 @@ from mmengine.config import Config  # noqa: E402
 
 from mmdet_pu.datasets.deletion import build_deletion, delete_from_coco  # noqa: E402
 from mmdet_pu.io.atomic import write_json_atomic  # noqa: E402
-from mmdet_pu.launch import report_user_errors  # noqa: E402
+from cellio.cli import report_user_errors  # noqa: E402
 
 DELETION_CONFIGS = REPO / 'configs' / '_base_' / 'deletion'
 

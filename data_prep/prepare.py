@@ -13,7 +13,7 @@ only when their dataset is chosen, so one broken converter does not block the ot
 The output directory is written atomically; ``--src`` is only read. Errors in the input
 (malformed raw files, missing paths, an existing ``--out``) are reported as
 ``prepare.py: error: <message>`` with exit status 2, without a traceback
-(:func:`mmdet_pu.launch.report_user_errors`); :func:`main` itself raises them
+(:func:`cellio.cli.report_user_errors`); :func:`main` itself raises them
 (``ValueError`` / ``OSError``) for callers.
 """
 import argparse
@@ -25,7 +25,7 @@ if __package__ in (None, ''):  # run as a script: make `data_prep` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data_prep.writer import format_summary  # noqa: E402
-from mmdet_pu.launch import report_user_errors  # noqa: E402
+from cellio.cli import report_user_errors  # noqa: E402
 
 #: dataset name -> (module, one-line description)
 DATASETS = {

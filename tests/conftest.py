@@ -4,9 +4,9 @@
 whole on one worker (``--dist loadfile``), the files that train end to end first. Each
 worker is pinned to a core of its own, with one OpenMP thread, before any test imports
 torch: the workers never compete for a core, and the runs that tests start through
-:mod:`mmdet_pu.experiments.runs` size their threads from the one core they inherit. A
-plain ``pytest`` (no worker) keeps every core and the same order. The ``forked_tools``
-fixture runs the tools that the schedulers start in forks of the worker
+:mod:`mmdet_pu.workflow.runs` size their threads from the one core they inherit. A
+plain ``pytest`` (no worker) keeps every core and the same order. The ``forked_commands``
+fixture runs the command lines that the schedulers start in forks of the worker
 (tests/_forked.py).
 """
 import os
@@ -33,11 +33,11 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def forked_tools(monkeypatch):
-    """The trainings and tests that :mod:`mmdet_pu.experiments` schedules run in forks
-    of this process, which has done the imports already (tests/_forked.py)."""
-    from tests._forked import fork_the_tools  # imports torch: after pytest_configure
-    fork_the_tools(monkeypatch)
+def forked_commands(monkeypatch):
+    """The trainings, tests and estimates that :mod:`mmdet_pu.workflow` schedules run in
+    forks of this process, which has done the imports already (tests/_forked.py)."""
+    from tests._forked import fork_the_commands  # imports torch: after pytest_configure
+    fork_the_commands(monkeypatch)
 
 
 @pytest.fixture(scope='module')

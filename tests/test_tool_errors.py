@@ -1,12 +1,12 @@
 """The tools report ordinary user errors (bad options, configs, paths) as
 ``<tool>: error: <message>`` with exit status 2 and no traceback
-(:func:`mmdet_pu.launch.report_user_errors` and argparse ``type=`` functions); a bug keeps
+(:func:`cellio.cli.report_user_errors` and argparse ``type=`` functions); a bug keeps
 its traceback."""
 import argparse
 
 import pytest
 
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors, score_thr_or_val
+from cellio.cli import RUN_ERRORS, report_user_errors, score_thr_or_val
 from tests._cli import run_script
 from tests._data import REPO
 

@@ -36,16 +36,20 @@ test threshold, F1 at the threshold the run's validation selected (``pu_score_th
 the ``val_per_image.json`` beside the test dump, computed from the same test pass; ``-``
 for runs without one, counted in the note) and AP over every detection.
 
-The tables are built by :mod:`mmdet_pu.evaluation.comparison` and written by
-:mod:`mmdet_pu.evaluation.comparison_format` (shared with ``tools/repeat.py`` and
+The tables are built by :mod:`studies.comparison` and written by
+:mod:`studies.comparison_format` (shared with ``tools/repeat.py`` and
 ``tools/demo.py``); this script is their command line.
 """
 import argparse
 import sys
+from pathlib import Path
 
-from mmdet_pu.evaluation.comparison import compare, load_folds, load_images
-from mmdet_pu.evaluation.comparison_format import format_comparison
-from mmdet_pu.launch import report_user_errors
+from cellio.cli import report_user_errors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.comparison import compare, load_folds, load_images  # noqa: E402
+from studies.comparison_format import format_comparison  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from mmdet_pu.io.atomic import atomic_open
-from mmdet_pu.launch import report_user_errors
+from cellio.cli import report_user_errors
 
 VGG16_CONVS = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28)
 VGG16_FCS = {'classifier.0': ('roi_head.bbox_head.shared_fcs.0', (4096, 25088)),

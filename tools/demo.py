@@ -1,7 +1,7 @@
 """The embedded demo: incomplete annotations hurt a detector, PU learning recovers.
 
 ``make demo`` runs ``python tools/demo.py --variant binary``, a preset of
-``tools/repeat.py`` (:mod:`mmdet_pu.experiments.demo`):
+``tools/repeat.py`` (:mod:`studies.demo`):
 
 1. generates the synthetic H&E-like dataset (``data/synthetic_<variant>``, complete labels);
 2. trains the slim CPU Faster R-CNN with each method of the variant on the incomplete
@@ -29,10 +29,14 @@ priors estimated by ``tools/estimate_prior.py``, vs CE).
 import argparse
 import os.path as osp
 import sys
+from pathlib import Path
 
-from mmdet_pu.experiments.demo import PRESETS, run_demo
-from mmdet_pu.experiments.runs import check_run_arguments
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors
+from cellio.cli import RUN_ERRORS, report_user_errors
+from mmdet_pu.workflow.runs import check_run_arguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.demo import PRESETS, run_demo  # noqa: E402
 
 
 def parse_args(argv=None):

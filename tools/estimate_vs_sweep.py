@@ -17,17 +17,21 @@ Lee & Liu's choice between it and the provisional prior agree with the sweep (in
 band, test F1 within ``--f1-tolerance`` of the choice's), and the test F1 of each way to
 the prior. Runs go ``--jobs`` at a time and are resumable. Written to ``DIR``:
 ``results.md`` (printed too) and ``results.json``.
-:mod:`mmdet_pu.experiments.prior_versus` documents the details.
+:mod:`studies.prior_versus` documents the details.
 """
 import argparse
 import os.path as osp
 import shlex
 import sys
+from pathlib import Path
 
-from mmdet_pu.experiments.prior_versus import run_study, write_study
-from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors
+from cellio.cli import RUN_ERRORS, report_user_errors
 from mmdet_pu.prior.selection import add_selection_arguments
+from mmdet_pu.workflow.runs import check_run_arguments, default_work_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.prior_versus import run_study, write_study  # noqa: E402
 
 
 def parse_args(argv=None):

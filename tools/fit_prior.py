@@ -35,20 +35,21 @@ criterion): no complete labels needed. Written to ``DIR`` (default
 ``chosen_config`` with ``chosen_cfg_options`` tests the fused detector, or trains a
 single chosen one again), ``pseudo_labels.json``, ``fit_prior.png``, and one work dir
 per training. Rerun the same command to resume.
-:mod:`mmdet_pu.experiments.prior_fit` documents the details; docs/experiments.md the
+:mod:`mmdet_pu.workflow.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """
 import argparse
 import os.path as osp
 import sys
 
-from mmdet_pu.experiments.prior_fit import (DEFAULT_FACTORS, FINAL_CHOICES,
-                                            PSEUDO_LABEL_SOURCES, SELF_TRAIN_INITS,
-                                            SELF_TRAIN_LOSSES, SELF_TRAIN_MIN_SCORE,
-                                            SELF_TRAIN_UNCERTAIN_SCORE, fit_prior,
-                                            format_summary)
-from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
-from mmdet_pu.launch import RUN_ERRORS, positive_float, report_user_errors
+from cellio.cli import RUN_ERRORS, positive_float, report_user_errors
+from mmdet_pu.workflow.fit_options import (DEFAULT_FACTORS, FINAL_CHOICES,
+                                           PSEUDO_LABEL_SOURCES, SELF_TRAIN_INITS,
+                                           SELF_TRAIN_LOSSES, SELF_TRAIN_MIN_SCORE,
+                                           SELF_TRAIN_UNCERTAIN_SCORE)
+from mmdet_pu.workflow.fit_report import format_summary
+from mmdet_pu.workflow.prior_fit import fit_prior
+from mmdet_pu.workflow.runs import check_run_arguments, default_work_dir
 
 
 def parse_args(argv=None):

@@ -39,13 +39,13 @@ import sys
 
 from mmengine.config import DictAction
 
+from cellio.cli import int_at_least, parse_roi, positive_float
 from mmdet_pu.apis.cohort import run_cohort
 from mmdet_pu.apis.cohort_plan import find_cohort
 from mmdet_pu.apis.cohort_settings import FRAMES, model_settings, run_identity
 from mmdet_pu.apis.slide_model import init_slide_model
 from mmdet_pu.apis.tissue import TissueMaskConfig
-from mmdet_pu.launch import (close_distributed, init_distributed, int_at_least, parse_roi,
-                             positive_float)
+from mmdet_pu.engine.launch import close_distributed, init_distributed
 
 #: Exit status when some slides failed.
 EXIT_FAILED = 3

@@ -5,7 +5,7 @@ Usage::
     python tools/prior_family.py [--regimes keep1 sparse ...] [--seeds 0 1 2]
         [--work-dir DIR] [--jobs N] [--summary-only]
 
-For each regime (:data:`mmdet_pu.experiments.prior_family.REGIMES`; its data: the
+For each regime (:data:`studies.prior_family.REGIMES`; its data: the
 config's ``prepare_cmd``): the provisional training per seed, the oracle shares, a
 six-value grid of priors around them (odds factors 1/3 ... 9/4; all six at the first
 seed, the central three at the others) and the shipped workflow of
@@ -20,9 +20,13 @@ import os.path as osp
 import sys
 from pathlib import Path
 
-from mmdet_pu.experiments.prior_family import REGIMES, run_regime, summarize, write_family
-from mmdet_pu.experiments.runs import check_run_arguments
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors
+from cellio.cli import RUN_ERRORS, report_user_errors
+from mmdet_pu.workflow.runs import check_run_arguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.prior_family import (REGIMES, run_regime, summarize,  # noqa: E402
+                                  write_family)
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / 'configs' / 'synthetic'
 

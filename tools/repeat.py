@@ -10,13 +10,13 @@ Every config is trained and tested once per seed (``randomness.seed``, the seed 
 training, not of the annotation deletion) and, with ``--folds``, per fold (every
 ``annotations/fold<k>/`` folder replaced by the fold's), each run in
 ``DIR/<config stem>/seed<K>[_fold<F>]`` (default ``DIR``: ``work_dirs/repeat``),
-``--jobs`` runs side by side (:mod:`mmdet_pu.experiments.repeat`). Resumable: a tested
+``--jobs`` runs side by side (:mod:`studies.repeat`). Resumable: a tested
 run is not run again, a trained one is only tested, an interrupted training resumes, so
 the same command continues an experiment and, once every run is tested, only recomputes
 the statistics. ``--dry-run`` prints one shell line per run not tested yet (for a
 cluster scheduler) and runs nothing.
 
-Two tables (:mod:`mmdet_pu.evaluation.comparison`, as ``tools/compare.py``), each with
+Two tables (:mod:`studies.comparison`, as ``tools/compare.py``), each with
 mean ± std (ddof=1) over the runs per method (``--names``, default the config stems)
 and class (and the mean over classes), every method except ``--ref`` (default: the
 first) and the ``--untested`` ones tested against ``--ref`` by paired t-tests over the
@@ -38,10 +38,13 @@ import os.path as osp
 import sys
 from pathlib import Path
 
-from mmdet_pu.experiments.repeat import (compare_runs, dry_run, plan_runs, run_plan,
-                                         write_results)
-from mmdet_pu.experiments.runs import check_run_arguments
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors
+from cellio.cli import RUN_ERRORS, report_user_errors
+from mmdet_pu.workflow.runs import check_run_arguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.repeat import (compare_runs, dry_run, plan_runs, run_plan,  # noqa: E402
+                            write_results)
 
 
 def parse_args(argv=None):

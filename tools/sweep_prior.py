@@ -18,17 +18,21 @@ it then collects the results. ``--estimate`` sweeps ``--num`` values at relative
 ``--width`` around the prior ``tools/estimate_prior.py`` recommends, with the estimate's
 other options. Without ``--key``: the ``PriorUpdateHook``'s ``anchor_prior``, else the
 RoI head's ``PULoss`` prior and every ``PULoss`` prior holding the same value (a
-per-stage RPN prior is kept). :mod:`mmdet_pu.experiments.prior_sweep` documents the
+per-stage RPN prior is kept). :mod:`studies.prior_sweep` documents the
 details.
 """
 import argparse
 import sys
+from pathlib import Path
 
-from mmdet_pu.experiments.prior_sweep import (SELECTIONS, dry_run, format_summary,
-                                              plan_sweep, run_sweep, setup_sweep)
-from mmdet_pu.experiments.runs import check_run_arguments, default_work_dir
-from mmdet_pu.launch import RUN_ERRORS, report_user_errors
+from cellio.cli import RUN_ERRORS, report_user_errors
 from mmdet_pu.prior.selection import add_selection_arguments
+from mmdet_pu.workflow.runs import check_run_arguments, default_work_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
+
+from studies.prior_sweep import (SELECTIONS, dry_run, format_summary,  # noqa: E402
+                                 plan_sweep, run_sweep, setup_sweep)
 
 
 def parse_args(argv=None):

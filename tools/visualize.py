@@ -26,7 +26,7 @@ from mmengine.config import DictAction
 
 import mmdet_pu  # noqa: F401  (registers modules, patches checkpoint loading)
 from mmdet_pu.evaluation.overlay import overlays_from_dump
-from mmdet_pu.launch import build_runner, load_test_config
+from mmdet_pu.engine.launch import build_runner, load_test_config
 
 
 def parse_args(argv=None):

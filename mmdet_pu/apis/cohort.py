@@ -5,7 +5,7 @@ cohort that is not finished yet and writes the outputs, records and manifest of
 :mod:`.cohort_records` (docs/slides.md, "Cohorts").
 
 Every process of a distributed run (``torchrun``, Slurm; the process group of
-:func:`mmdet_pu.launch.init_distributed`) calls it with the same arguments; a single
+:func:`mmdet_pu.engine.launch.init_distributed`) calls it with the same arguments; a single
 process is the shard of size 1, the same code path. The steps:
 
 1. **Resume.** A slide is finished when its record says ``done`` with the fingerprint

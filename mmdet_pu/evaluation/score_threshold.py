@@ -35,10 +35,8 @@ With several classes each class's criterion is divided by its maximum over the
 candidates (so that classes with more cells do not dominate) and the threshold with the
 largest mean over the classes that have labeled cells is chosen. Ties go to the lower
 threshold. The metric reports the choice as ``<prefix>/pu_score_thr`` in the validation
-dump, which :func:`read_validation_thr` reads back.
+dump, which :func:`.metric_dump.read_validation_thr` reads back.
 """
-import json
-import math
 from statistics import NormalDist
 from typing import Optional, Sequence
 
@@ -123,22 +121,6 @@ def select_score_thr(candidates: Sequence[float], criterion: np.ndarray) -> Opti
     """
     scores = normalised_criterion(criterion)
     return None if scores is None else float(candidates[int(np.argmax(scores))])
-
-
-def read_validation_thr(dump: str) -> Optional[float]:
-    """The threshold a validation dump of ``CellDetMetric`` selected (``pu_score_thr``).
-
-    Returns None when it selected none: no candidate found a labeled cell, or the
-    validation metric had no candidates.
-
-    Raises:
-        OSError: the dump cannot be read.
-    """
-    with open(dump) as f:
-        metrics = json.load(f)['metrics']
-    value = next((v for k, v in metrics.items() if k.split('/')[-1] == 'pu_score_thr'),
-                 None)
-    return None if value is None or math.isnan(value) else float(value)
 
 
 def point_estimate_thr(report: dict) -> Optional[float]:

@@ -2,7 +2,7 @@
 
 A record is a JSON file beside the work it describes, written atomically once that work
 is complete (it is the commit), holding what was done and with which settings: a
-training run's ``run.json`` (:class:`mmdet_pu.experiments.runs.Run`) and a cohort
+training run's ``run.json`` (:class:`mmdet_pu.workflow.runs.Run`) and a cohort
 slide's ``.cohort/<stem>.json`` (:mod:`mmdet_pu.apis.cohort_records`). A rerun reads
 the records, skips the work they show finished with the same settings and redoes the
 rest.

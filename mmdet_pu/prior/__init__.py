@@ -1,6 +1,7 @@
 """The class prior pi: where configs hold it, how it is estimated and how it is chosen.
-A library: the studies that train (the sweep, the fit, the family of regimes, the
-estimate against the sweep) are in :mod:`mmdet_pu.experiments`, which imports it.
+A library that trains nothing: the prior fit that trains (:mod:`mmdet_pu.workflow`) and
+the studies (the sweep, the family of regimes, the estimate against the sweep, in the
+checkout's ``studies/``) import it.
 
 * :mod:`.keys` -- the config keys that hold pi;
 * :mod:`.samples` -- the samples each PU stage draws in training, redrawn from a

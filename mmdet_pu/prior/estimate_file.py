@@ -317,11 +317,14 @@ class Estimate(NamedTuple):
         cfg_options: the options that train every stage at its recommended estimate.
         update_rule_options: with several classes and a ``PriorUpdateHook``, the options
             that keep the hook and set its pi_1; None otherwise.
+        report: the whole report (:func:`build_report`): every stage's estimates, which
+            the candidate priors of :mod:`.candidates` scale.
     """
     prior: float
     key: str
     cfg_options: List[str]
-    update_rule_options: Optional[List[str]] = None
+    update_rule_options: Optional[List[str]]
+    report: dict
 
     def sweep_options(self) -> List[str]:
         """The options a sweep of :attr:`key` trains with besides the swept value: the
@@ -359,4 +362,4 @@ def read_estimate(path: str) -> Estimate:
     if isinstance(prior, bool) or not isinstance(prior, (int, float)):
         raise ValueError(f'{path}: recommended.{stage} = {prior!r}, expected a number')
     return Estimate(float(prior), key, options,
-                    None if update_rule is None else list(update_rule))
+                    None if update_rule is None else list(update_rule), estimate)

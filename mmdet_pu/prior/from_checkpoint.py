@@ -13,7 +13,7 @@ import torch
 
 from mmdet.registry import DATASETS
 from mmdet_pu.engine.hooks.prior_update_hook import resolve_anchor_class
-from mmdet_pu.launch import load_config
+from mmdet_pu.engine.launch import load_config
 from .estimate_file import build_report
 from .estimation import estimate_priors
 from .keys import detector_kind, prior_hook_index, stage_prior_keys

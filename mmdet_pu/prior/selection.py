@@ -8,13 +8,13 @@ r^2 / Pr[f(x) = 1] (ICML 2003) also sees the false positives of a bolder detecto
 recall band is the set of values validation cannot tell apart from the best.
 """
 import argparse
-import json
 import math
 import os.path as osp
 
 import numpy as np
 
 from mmdet_pu.evaluation.cell_metric import dump_metric, report_path
+from mmdet_pu.evaluation.metric_dump import read_metric_dump
 from mmdet_pu.evaluation.score_threshold import (normalised_criterion, point_estimate_thr,
                                                  pu_threshold_criterion)
 from .keys import get_key, type_name
@@ -62,8 +62,7 @@ def read_val_metrics(run_dir):
     path = report_path(run_dir, 'val')
     if not osp.exists(path):
         return None
-    with open(path) as f:
-        report = json.load(f)
+    report = read_metric_dump(path, ('classes', 'metrics'))
     values = {k: dump_metric(report, k) for k in COLUMNS}
     metrics = {k: float('nan') if v is None else float(v) for k, v in values.items()}
     tp, fp, fn = (np.array([dump_metric(report, f'{name}/{k}')

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import scipy.io
 
+from cellio.cli import report_user_errors
 from mmdet_pu.datasets import delete_from_coco
-from mmdet_pu.launch import report_user_errors
 from tests import _cli as cli
 from tests._data import make_tiny_coco
 from tests.data_prep.raw_fixtures import make_crchisto

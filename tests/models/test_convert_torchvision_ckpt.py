@@ -8,7 +8,7 @@ from mmengine.runner import load_checkpoint
 
 import mmdet_pu  # noqa: F401
 from mmdet.registry import MODELS
-from mmdet_pu.launch import parse_cfg_options
+from mmdet_pu.engine.launch import parse_cfg_options
 from tests._cli import run_script
 from tests._data import REPO
 from tests.models.test_vgg16 import fake_torchvision_vgg16

@@ -9,9 +9,8 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import load_checkpoint
 
 from mmdet_pu.apis.slide_model import classifier_classes, init_slide_model
-from mmdet_pu.experiments.fused_ensemble import (ensemble_config,
-                                                 write_ensemble_checkpoint)
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
+from mmdet_pu.workflow.fused_ensemble import ensemble_config, write_ensemble_checkpoint
 from tests._data import make_tiny_coco, pu_model_extra, write_tiny_config
 
 

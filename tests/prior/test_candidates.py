@@ -58,7 +58,7 @@ def hook_report(cfg_options, anchor_class='b'):
 def test_candidates_of_a_multi_class_config_with_the_update_hook():
     from mmengine import Config
 
-    from mmdet_pu.launch import parse_cfg_options
+    from mmdet_pu.engine.launch import parse_cfg_options
     from tests._data import REPO
     shares = [candidates.scale_odds(v, 1.5) for v in (0.3, 0.2, 0.1)]  # sum < 0.95
     # the fit's options remove the hook and fix the class priors: those are scaled

@@ -152,7 +152,7 @@ def test_written_report_reads_back(tmp_path):
     assert json.loads(path.read_text()) == json.loads(json.dumps(report))
     estimate = read_estimate(str(path))
     assert estimate == Estimate(report['recommended']['roi'], keys.roi,
-                                report['cfg_options'], None)
+                                report['cfg_options'], None, json.loads(path.read_text()))
     # the options a sweep of the RoI prior keeps: the RPN's own estimate
     assert estimate.sweep_options() == [f'{keys.rpn}={report["recommended"]["rpn"]!r}']
 

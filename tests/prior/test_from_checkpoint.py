@@ -8,7 +8,7 @@ import sys
 import pytest
 from mmengine.config import Config
 
-from mmdet_pu.launch import build_runner
+from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.prior.estimate_file import format_table, write_estimate
 from mmdet_pu.prior.from_checkpoint import anchor_class, estimate_from_checkpoint
 from mmdet_pu.prior.keys import ROI_PRIOR_KEY, RPN_PRIOR_KEY

@@ -10,11 +10,11 @@ import torch
 from mmengine.config import Config
 from mmengine.structures import InstanceData
 
-from mmdet_pu.experiments.prior_fit import fit_prior
-from mmdet_pu.launch import build_runner
+from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.prior.candidates import estimated_shares, scale_odds
 from mmdet_pu.prior.estimate_file import format_table, read_estimate
 from mmdet_pu.prior.label_frequency import count_stages
+from mmdet_pu.workflow.prior_fit import fit_prior
 from tests._data import REPO, make_tiny_coco, write_tiny_config
 from tests.prior.test_positive_share import (CELLS, SECOND_IMAGE, SQUARE_ANCHORS,
                                              anchors_per_image, base_model, samples)
@@ -216,10 +216,10 @@ def test_with_complete_labels_and_no_detection_the_estimate_is_the_oracle(traine
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', ['retinanet', 'cascade'])  # FCOS's key is RetinaNet's
-@pytest.mark.usefixtures('forked_tools')
+@pytest.mark.usefixtures('forked_commands')
 def test_tiny_fit_of_a_dense_and_a_cascade_config(name, tmp_path, monkeypatch):
     """The provisional training and one candidate (x2) of 2 iterations each (the
-    self-training round is tested in tests/experiments/test_prior_fit.py)."""
+    self-training round is tested in tests/workflow/test_prior_fit.py)."""
     config = tiny_config(tmp_path, name)
     monkeypatch.setenv('PYTHONPATH', tools_env()['PYTHONPATH'])
     work = tmp_path / 'fit'

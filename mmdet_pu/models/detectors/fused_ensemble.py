@@ -14,7 +14,7 @@ A config holds the members' common model once::
                  num_members=4, iou_thr=0.55, weights=[0.2, 0.1, 0.2, 0.5])
 
 and its checkpoint the members' weights under ``members.<i>.``
-(:func:`mmdet_pu.experiments.fused_ensemble.write_ensemble_checkpoint`). It predicts
+(:func:`mmdet_pu.workflow.fused_ensemble.write_ensemble_checkpoint`). It predicts
 (``tools/test.py``, the tiled loops, slides); it does not train. The tiled test and
 validation loops run each member over the tiles of an image, merge each member's tiles
 as for one detector and fuse the members' whole-image detections (:meth:`fuse`), so no

@@ -1,0 +1,112 @@
+"""A fit's trainings fused into one detector: its config, its checkpoint and its
+validation and test dumps (docs/method.md#fused-ensemble).
+
+:func:`fused_run` writes, in ``<work dir>/<name>/``, the config of a
+:class:`~mmdet_pu.models.detectors.FusedEnsemble` of the trainings (the first
+training's dumped config, its model repeated once per training), ``fused.pth`` (each
+training's weights under ``members.<i>.``), ``run.json`` and ``last_checkpoint``, then
+validates it (``cell_metrics/val_per_image.json``, with the score threshold the
+validation selects) and tests it, so that it reads back as a tested
+:class:`~.runs.Run`. Nothing is trained; a finished one is not evaluated again.
+"""
+import os
+import os.path as osp
+from typing import Optional, Sequence
+
+import torch
+from mmengine.config import Config
+from mmengine.runner.checkpoint import _load_checkpoint
+
+from mmdet_pu.engine.launch import build_runner
+from mmdet_pu.evaluation.cell_metric import DUMP_DIR
+from mmdet_pu.io.atomic import atomic_open, write_atomic
+from mmdet_pu.io.records import write_record
+from .runs import Run
+
+#: IoU above which a detection joins a cluster of the fusion.
+FUSION_IOU = 0.55
+CHECKPOINT = 'fused.pth'
+
+
+def dumped_config(run: Run) -> str:
+    """The config a training ran with, as its work dir keeps it (options merged)."""
+    path = osp.join(run.work_dir, osp.basename(run.config))
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path}: the config {run.name} ran with is missing '
+                                '(mmengine writes it when the training starts)')
+    return path
+
+
+def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSION_IOU,
+                    weights: Optional[Sequence[float]] = None) -> Config:
+    """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``
+    (``weights``: the members' shares of the vote, default equal)."""
+    cfg = Config.fromfile(member_config)
+    cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=num_members,
+                     iou_thr=iou_thr, weights=None if weights is None else list(weights))
+    cfg.load_from = None
+    return cfg
+
+
+def write_ensemble_checkpoint(checkpoints: Sequence[str], out: str) -> None:
+    """One checkpoint holding each of ``checkpoints``' weights under ``members.<i>.``
+    (written atomically; ``meta.members`` lists the sources, ``meta.dataset_meta`` is
+    the first one's: the classes and resolution tools read)."""
+    state_dict, meta = {}, {}
+    for index, path in enumerate(checkpoints):
+        checkpoint = _load_checkpoint(path, map_location='cpu')
+        weights = checkpoint.get('state_dict', checkpoint)
+        state_dict.update({f'members.{index}.{key}': value
+                           for key, value in weights.items()})
+        if index == 0 and 'dataset_meta' in checkpoint.get('meta', {}):
+            meta['dataset_meta'] = checkpoint['meta']['dataset_meta']
+    meta['members'] = [osp.abspath(p) for p in checkpoints]
+    with atomic_open(out, 'wb') as f:
+        torch.save(dict(state_dict=state_dict, meta=meta), f)
+
+
+def _dump_to(evaluator, out_dir: str):
+    for metric in evaluator if isinstance(evaluator, list) else [evaluator]:
+        metric['out_dir'] = out_dir
+    return evaluator
+
+
+def evaluate(config: str, checkpoint: str, work_dir: str) -> None:
+    """Validate and test ``checkpoint`` with ``config``; the dumps go to
+    ``<work_dir>/cell_metrics``. ``config`` stays as written: the runner gets a copy
+    without its file name, which it dumps as ``<work_dir>/<timestamp>.py``, so the
+    dump folder and checkpoint of this evaluation do not end up in the config that
+    ``tools/test.py`` is given later."""
+    cfg = Config.fromfile(config)
+    cfg.work_dir, cfg.load_from = work_dir, checkpoint
+    for key in ('val_evaluator', 'test_evaluator'):
+        cfg[key] = _dump_to(cfg[key], osp.join(work_dir, DUMP_DIR))
+    runner = build_runner(Config(cfg.to_dict()))
+    runner.val()
+    runner.test()
+
+
+def fused_run(runs: Sequence[Run], work_dir: str, name: str = 'fused',
+              iou_thr: float = FUSION_IOU,
+              weights: Optional[Sequence[float]] = None) -> Run:
+    """The ``FusedEnsemble`` of the trained ``runs`` (module docstring), evaluated;
+    ``weights``: each run's share of the vote (default equal)."""
+    out_dir = osp.join(work_dir, name)
+    config = osp.join(out_dir, f'{name}_config.py')
+    checkpoint = osp.join(out_dir, CHECKPOINT)
+    members = [run.last_checkpoint() for run in runs]
+    weights = None if weights is None else [float(w) for w in weights]
+    fused = Run(config, out_dir, [], name=name)
+    record = fused.record() or {}
+    same = record.get('members') == members and record.get('weights') == weights
+    if fused.tested() and same:
+        return fused
+    os.makedirs(out_dir, exist_ok=True)
+    write_atomic(config, ensemble_config(dumped_config(runs[0]), len(runs), iou_thr,
+                                         weights).pretty_text)
+    write_ensemble_checkpoint(members, checkpoint)
+    write_atomic(osp.join(out_dir, 'last_checkpoint'), checkpoint)
+    evaluate(config, checkpoint, out_dir)
+    write_record(fused.record_file, dict(config=config, options=[], trained=True,
+                                         members=members, weights=weights))
+    return fused

@@ -1,0 +1,244 @@
+"""Fit the class prior of a config to its own data in at most four trainings
+(``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
+synthetic regimes").
+
+Every training of a Faster R-CNN or Cascade R-CNN config (softmax ``Shared2FCBBoxHead``
+RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
+(:func:`~.fit_options.box_fit_options`, docs/method.md#box-fit-negatives) unless
+``box_fit=False``; dense detectors train as configured. In ``<work dir>``:
+
+1. ``provisional/``: the config trained and tested as it is (its priors are a start);
+2. ``estimate.json``: each stage's share of cells among the samples it draws, estimated
+   from that detector on the incompletely annotated training split
+   (:mod:`mmdet_pu.commands.estimate_prior`, :mod:`.estimate`; the RoI head's by
+   best-bin estimation, BBE, the RPN's by the label frequency;
+   docs/method.md#priors-per-stage); a dense head's and every stage's of Cascade R-CNN
+   by the label frequency (:mod:`mmdet_pu.prior.label_frequency`);
+3. ``x<factor>/``: one training per factor, every stage's estimate scaled by the factor
+   in odds, ``pi' = f pi / (1 - pi + f pi)`` (so it stays in (0, 1)); with several
+   classes each class prior is scaled and a stage's priors together kept below 1
+   (:mod:`mmdet_pu.prior.candidates`);
+4. the choice among the provisional and the candidate trainings by Lee & Liu's criterion
+   on the validation split, r^2 / detections per image at the test score threshold
+   (:func:`mmdet_pu.prior.selection.choose_by_pu_criterion`), which needs only the
+   labeled cells and sees the false positives of a bold prior as well as the misses of a
+   timid one;
+5. ``self_trained/`` (unless ``self_train=False``): the provisional detector's confident
+   detections on the training split (score at least the threshold Lee & Liu's point
+   estimate selected on its validation, never below 0.5,
+   :mod:`.pseudo_labels`; ``pseudo_labels_from='chosen'``:
+   the chosen detector's; ``'fused'``: those of the first trainings fused into one
+   detector, ``fused_first/``, their votes in proportion to their criterion) are added
+   to the training labels as pseudo-labels
+   (``pseudo_labels.json``), and the config is trained once more at the
+   chosen priors (``self_train_loss='own'``: with the detector's own classification
+   losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
+   up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
+   the round fine-tunes the chosen detector; docs/method.md#self-training);
+6. the fit returns all the trainings as one ``FusedEnsemble`` (``fused/``, written by
+   :mod:`.fused_ensemble`; the round has half the vote, the first trainings share the
+   other half by their criterion, :func:`~.fit_choice.fusion_weights`,
+   docs/method.md#fused-ensemble); ``final='self_trained'``: the self-trained detector
+   alone, ``final='criterion'``: the training with the best criterion.
+
+It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
+another file system), ``fit_prior.json`` (the estimates, every training's priors,
+validation recall, criterion and test metrics, those of ``fused_first/`` under
+``fused_source`` when the round learned it, the choice and why) and
+``fit_prior.png`` (the criterion and the validation recall against the prior of the
+main stage, :func:`mmdet_pu.prior.estimate_file.main_stage`).
+Runs are resumable (:class:`~.runs.Run`): the same command continues an interrupted fit.
+"""
+import os.path as osp
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
+
+from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_keys,
+                                       candidate_options, estimated_shares, option_strings,
+                                       stage_estimator)
+from mmdet_pu.prior.estimate_file import main_stage, read_estimate
+from .estimate import estimate_run
+from .fit_choice import ROUND_SHARE, choose_training, fusion_weights, training_row
+from .fit_options import (DEFAULT_FACTORS, SelfTraining, box_fit_options,
+                          check_fit_arguments, factor_dir, load_fit_config)
+from .fit_report import FIT_SUMMARY, draw_fit, link_checkpoint, reported
+from .fused_ensemble import fused_run
+from .pseudo_labels import ignore_options
+from .reports import save_figure, write_json
+from .runs import Run, run_all
+from .self_training import (FUSED_SOURCE, check_self_training, pseudo_label_source,
+                            self_training_run)
+
+
+#: The keys of ``fit_prior.json`` that report the self-training round's choices, and the
+#: fields of :class:`~.fit_options.SelfTraining` they hold (None without a round).
+ROUND_FIELDS = dict(self_train_loss='loss', uncertain_score='uncertain_score',
+                    self_train_init='init', pseudo_labels_from='pseudo_labels_from',
+                    final='final')
+
+
+class Trainings(NamedTuple):
+    """The trainings of a fit so far: the estimate report they come from, their rows
+    (:func:`~.fit_choice.training_row`, in order) and their runs by name."""
+    report: dict
+    rows: List[dict]
+    runs: Dict[str, Run]
+
+
+def first_trainings(config: str, work_dir: str, cfg_options: Sequence[str],
+                    seed_option: str, factors: Sequence[float], jobs: int,
+                    echo: Callable[[str], None]) -> Trainings:
+    """Steps 1-3 of the fit (module docstring): the provisional training, the estimate
+    from it (``estimate.json``, kept when present) and one training per factor."""
+    provisional = Run(config, osp.join(work_dir, 'provisional'),
+                      [*cfg_options, seed_option], name='provisional')
+    echo('training 1: the provisional detector (the config\'s priors)')
+    run_all([provisional], jobs=1, echo=echo)
+    estimate_file = osp.join(work_dir, 'estimate.json')
+    if not osp.isfile(estimate_file):
+        echo('estimating each stage\'s share of cells from it (training split)')
+        estimate_run(provisional, estimate_file)
+    report = read_estimate(estimate_file).report
+    candidates = {factor: candidate_options(report, factor) for factor in factors}
+    runs = {factor: Run(config, osp.join(work_dir, factor_dir(factor)),
+                        [*cfg_options, *option_strings(opts), seed_option],
+                        name=factor_dir(factor))
+            for factor, opts in candidates.items()}
+    echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
+    run_all(list(runs.values()), jobs=jobs, echo=echo)
+    keys = candidate_keys(report)
+    rows = [training_row(0, provisional, dict(report['trained_with']))]
+    rows += [training_row(i, run, {stage: candidates[factor].get(key)
+                                   for stage, key in keys.items()})
+             for i, (factor, run) in enumerate(runs.items(), start=1)]
+    return Trainings(report, rows, {run.name: run for run in (provisional, *runs.values())})
+
+
+def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
+                        chosen: dict, round_: SelfTraining, echo: Callable[[str], None]):
+    """Steps 5-6 of the fit: the self-training round on the pseudo-labels of its source
+    at the priors of ``chosen``, added to ``trainings``, then what the fit returns
+    (``round_.final``). Returns ``(chosen row, reason, source row)``."""
+    rows, trained = trainings.rows, trainings.runs
+    ignoring = ignore_options(cfg.model.get('train_cfg'))
+    if round_.uncertain_score is not None and not ignoring:
+        echo('no assigner of this config can ignore samples (mmdet\'s '
+             'ignore_iof_thr): the round learns the uncertain detections as '
+             'unlabeled as before')
+    source = pseudo_label_source(rows, chosen, round_.pseudo_labels_from, trained,
+                                 work_dir, echo)
+    init_from = chosen['checkpoint'] if round_.init == 'chosen' else None
+    run = self_training_run(config, work_dir, trained[chosen['name']].options, source,
+                            echo, round_.loss, round_.uncertain_score, ignoring, init_from)
+    echo(f'training {len(rows) + 1}: self-training on the pseudo-labels of '
+         f'{source["name"]} at the priors of {chosen["name"]}')
+    run_all([run], jobs=1, echo=echo)
+    trained[run.name] = run
+    rows.append(training_row(len(rows), run, dict(chosen['priors'])))
+    learned = f'the pseudo-labels of {source["name"]} at the priors of {chosen["name"]}'
+    chosen, reason = choose_training(rows, echo)
+    if round_.final == 'self_trained':
+        chosen, reason = rows[-1], (
+            f"the self-trained detector (trained on {learned}, the best of the first "
+            "trainings by Lee & Liu's criterion), which the fit returns whenever it "
+            'self-trains')
+    elif round_.final == 'fused':
+        weights = fusion_weights(rows)
+        echo(f'fusing the detections of the {len(rows)} trainings into one detector, '
+             f'their votes {[round(w, 3) for w in weights]}')
+        fused = fused_run([trained[row['name']] for row in rows], work_dir, weights=weights)
+        trained[fused.name] = fused
+        chosen, reason = dict(training_row(len(rows), fused, {}), weights=weights), (
+            f'the {len(rows)} trainings as one detector whose detections are fused '
+            f'(FusedEnsemble: the self-trained one, which learned {learned}, has '
+            f'{ROUND_SHARE:g} of the vote, the first trainings the rest in proportion '
+            'to their criterion)')
+    return chosen, reason, source
+
+
+def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[str],
+                factors: Sequence[float], round_: Optional[SelfTraining],
+                trainings: Trainings, chosen: dict, source: Optional[dict],
+                checkpoint: str, reason: str) -> dict:
+    """The content of ``fit_prior.json`` (module docstring); ``round_`` is None for a
+    fit without self-training."""
+    report, seed_option = trainings.report, f'randomness.seed={seed}'
+    returned = trainings.runs[chosen['name']]
+    return dict(
+        config=config, seed=seed, cfg_options=list(given), box_fit_options=list(added),
+        factors=list(factors),
+        **{key: None if round_ is None else getattr(round_, field)
+           for key, field in ROUND_FIELDS.items()},
+        keys=candidate_keys(report), estimators={
+            name: stage_estimator(report, stage, ROI_ESTIMATOR, RPN_ESTIMATOR)
+            for name, stage in report['stages'].items()},
+        estimated_shares=estimated_shares(report),
+        trainings=[reported(row) for row in trainings.rows],
+        fused=reported(chosen) if chosen['name'] == 'fused' else None,
+        fused_source=(reported(source) if source is not None
+                      and source['name'] == FUSED_SOURCE else None),
+        chosen=chosen['name'], checkpoint=checkpoint, chosen_config=returned.config,
+        chosen_cfg_options=[option for option in returned.options if option != seed_option],
+        reason=reason)
+
+
+def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
+              factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
+              self_train: bool = True, echo: Callable[[str], None] = print,
+              self_train_loss: str = 'pu', final: str = 'fused',
+              box_fit: bool = True,
+              uncertain_score: Optional[float] = None,
+              self_train_init: str = 'scratch',
+              pseudo_labels_from: str = 'provisional') -> dict:
+    """Run the fit (module docstring) and write its outputs; returns the summary.
+
+    ``box_fit``: every training of a Faster R-CNN or Cascade R-CNN config learns
+    box-fit negatives (:func:`~.fit_options.box_fit_options`, put before
+    ``cfg_options``).
+
+    ``self_train_loss``: the self-training round's classification loss, one of
+    :data:`~.fit_options.SELF_TRAIN_LOSSES`: the config's PU losses at the chosen priors
+    (``'pu'``) or the detector's own (``'own'``, :mod:`.own_loss`). ``final``: what the
+    fit returns when it self-trains, one of :data:`~.fit_options.FINAL_CHOICES`.
+    ``uncertain_score``: the lowest score of the detections the round ignores (e.g.
+    :data:`~.fit_options.SELF_TRAIN_UNCERTAIN_SCORE`; None: none; a config without an
+    assigner that can ignore, :func:`~.pseudo_labels.ignore_options`, ignores none).
+    ``self_train_init``: where the round starts, one of
+    :data:`~.fit_options.SELF_TRAIN_INITS`. ``pseudo_labels_from``: whose detections the
+    round learns, one of :data:`~.fit_options.PSEUDO_LABEL_SOURCES`.
+
+    Raises:
+        ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final``,
+            ``self_train_init`` or ``pseudo_labels_from``, an ``uncertain_score``
+            outside [0, :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`), or a work dir
+            holding runs or pseudo-labels of other options.
+        RuntimeError: a training or the estimate failed, or no training detects a
+            labeled validation cell (the criterion cannot choose).
+    """
+    round_ = SelfTraining(self_train_loss, final, uncertain_score, self_train_init,
+                          pseudo_labels_from)
+    check_fit_arguments(factors, round_)
+    cfg = load_fit_config(config, cfg_options)
+    if self_train:
+        check_self_training(cfg, config)
+    added = box_fit_options(cfg) if box_fit else []
+    if added:
+        echo('box-fit negatives in every training: ' + ' '.join(added))
+    trainings = first_trainings(config, work_dir, [*added, *cfg_options],
+                                f'randomness.seed={seed}', factors, jobs, echo)
+    chosen, reason = choose_training(trainings.rows, echo)
+    source = None
+    if self_train and chosen['checkpoint']:
+        chosen, reason, source = self_training_round(config, work_dir, cfg, trainings,
+                                                     chosen, round_, echo)
+    checkpoint = osp.join(work_dir, 'fit_prior.pth')
+    link_checkpoint(chosen['checkpoint'], checkpoint)
+    summary = fit_summary(config, seed, cfg_options, added, factors,
+                          round_ if self_train else None, trainings, chosen, source,
+                          checkpoint, reason)
+    write_json(osp.join(work_dir, FIT_SUMMARY), summary)
+    stage = main_stage(trainings.report)
+    drawn = chosen if any(row is chosen for row in trainings.rows) else None
+    save_figure(draw_fit(trainings.rows, drawn, stage, summary['keys'][stage],
+                         summary['estimated_shares']),
+                osp.join(work_dir, 'fit_prior.png'))
+    return summary

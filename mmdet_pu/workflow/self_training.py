@@ -1,0 +1,121 @@
+"""The prior fit's self-training round (:mod:`.prior_fit`, docs/method.md#self-training):
+whose detections it learns as pseudo-labels, the checks that a resumed fit learns the
+same ones, and the training that learns them."""
+import json
+import os.path as osp
+from typing import Callable, Dict, List, Optional, Sequence
+
+from mmengine.config import Config
+
+from mmdet_pu.prior.keys import type_name
+from .fit_choice import criterion_shares, training_row
+from .fit_options import SELF_TRAIN_MIN_SCORE
+from .fused_ensemble import fused_run
+from .own_loss import own_loss_options, write_own_loss_config
+from .pseudo_labels import write_pseudo_labels
+from .runs import Run
+
+#: The folder of the first trainings' fusion when the round learns its detections.
+FUSED_SOURCE = 'fused_first'
+
+
+def check_self_training(cfg: Config, config: str) -> None:
+    """ValueError unless ``cfg`` (:func:`~.fit_options.load_fit_config` of ``config``)
+    trains on a ``CellCocoDataset`` (the dataset that takes pseudo-labels)."""
+    dataset = cfg.train_dataloader.dataset
+    if type_name(dataset) != 'CellCocoDataset':
+        raise ValueError(f'{config}: self-training adds pseudo-labels through '
+                         f'CellCocoDataset, but train_dataloader.dataset is a '
+                         f'{type_name(dataset)}; train without it (--no-self-train)')
+
+
+def check_pseudo_source(pseudo: str, checkpoint: str,
+                        uncertain_thr: Optional[float] = None) -> None:
+    """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
+    another checkpoint than ``checkpoint``, or another lowest uncertain score than
+    ``uncertain_thr`` (a fit resumed with other choices)."""
+    if not osp.isfile(pseudo):
+        return
+    with open(pseudo) as f:
+        content = json.load(f)
+    source = content.get('checkpoint')
+    if source is None or osp.abspath(source) != osp.abspath(checkpoint):
+        raise ValueError(f'{pseudo} holds the pseudo-labels of {source}, but this fit '
+                         f'self-trains from {checkpoint}; use another --work-dir, or '
+                         'remove that file and the self_trained folder beside it')
+    if content.get('uncertain_thr') != uncertain_thr:
+        raise ValueError(f'{pseudo} was written with uncertain detections from score '
+                         f'{content.get("uncertain_thr")}, this fit asks for '
+                         f'{uncertain_thr}; use another --work-dir, or remove that file '
+                         'and the self_trained folder beside it')
+
+
+def _write_pseudo_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
+                         uncertain_thr: Optional[float],
+                         echo: Callable[[str], None]) -> None:
+    """The confident detections of ``source`` (a row of the fit) as the pseudo-label
+    file ``pseudo``; a source with a ``config`` (a fusion's, written with its options
+    merged) detects with that config alone."""
+    score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
+    own_config = source.get('config')
+    found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
+                                [] if own_config else options, score_thr=score_thr,
+                                uncertain_thr=uncertain_thr)
+    band = ('' if uncertain_thr is None else
+            f'; {found["num_uncertain"]} uncertain detections at {uncertain_thr:g} <= '
+            f'score < {score_thr:g} ignored')
+    echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
+         f'labeled ones on {found["num_images"]} training images (score >= '
+         f'{score_thr:g}, {source["name"]}){band}')
+
+
+def self_training_run(config: str, work_dir: str, options: Sequence[str], source: dict,
+                      echo: Callable[[str], None], loss: str = 'pu',
+                      uncertain_score: Optional[float] = None,
+                      ignoring: Sequence[str] = (),
+                      init_from: Optional[str] = None) -> Run:
+    """The training on the labels plus the pseudo-labels of the training ``source`` (a
+    row of the fit; one with a ``config``, the fusion of the first trainings, detects
+    with that config alone), the file written first if absent, with ``options`` (the
+    options of the training whose priors the round takes); with ``loss='own'`` the
+    config with the detector's own classification losses
+    (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
+    inside them (the priors). With ``uncertain_score`` and ``ignoring`` (the config's
+    :func:`~.pseudo_labels.ignore_options`) the detections from ``uncertain_score`` up to
+    the pseudo-labels' threshold are ignored regions of the round. ``init_from``: a
+    checkpoint the round starts from (``load_from``) instead of the config's
+    initialisation."""
+    pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
+    uncertain_thr = uncertain_score if ignoring else None
+    check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
+    if not osp.isfile(pseudo):
+        _write_pseudo_labels(config, pseudo, options, source, uncertain_thr, echo)
+    if loss == 'own':
+        own_config = osp.join(work_dir, 'self_trained_config.py')
+        replaced = write_own_loss_config(config, own_config)
+        config, options = own_config, own_loss_options(options, replaced)
+    ignored = list(ignoring) if uncertain_thr is not None else []
+    start = [] if init_from is None else [f'load_from={osp.abspath(init_from)}']
+    return Run(config, osp.join(work_dir, 'self_trained'),
+               [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}', *ignored,
+                *start], name='self_trained')
+
+
+def pseudo_label_source(rows: List[dict], chosen: dict, pseudo_labels_from: str,
+                        trained: Dict[str, Run], work_dir: str,
+                        echo: Callable[[str], None]) -> dict:
+    """The row whose detections the round learns (``pseudo_labels_from``, one of
+    :data:`~.fit_options.PSEUDO_LABEL_SOURCES`): the provisional's, the chosen one's, or
+    that of the first trainings ``rows`` fused (:data:`FUSED_SOURCE`, their votes
+    :func:`~.fit_choice.criterion_shares`; evaluated like a training, and its ``config``
+    given)."""
+    if pseudo_labels_from == 'provisional':
+        return rows[0]
+    if pseudo_labels_from == 'chosen':
+        return chosen
+    weights = criterion_shares(rows)
+    echo(f'fusing the {len(rows)} trainings for the pseudo-labels, their votes '
+         f'{[round(w, 3) for w in weights]}')
+    fused = fused_run([trained[row['name']] for row in rows], work_dir,
+                      name=FUSED_SOURCE, weights=weights)
+    return dict(training_row(len(rows), fused, {}), config=fused.config)

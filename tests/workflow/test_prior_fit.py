@@ -1,0 +1,330 @@
+"""The prior fit (mmdet_pu.workflow.prior_fit, tools/fit_prior.py): the command
+line's input errors, and a tiny real fit end to end."""
+import json
+import os
+import shutil
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from mmdet_pu.prior.candidates import estimated_shares, scale_odds
+from mmdet_pu.workflow import self_training
+from mmdet_pu.workflow.fit_choice import criterion_shares, fusion_weights
+from mmdet_pu.workflow.fit_options import (SELF_TRAIN_MIN_SCORE, SELF_TRAIN_UNCERTAIN_SCORE,
+                                           box_fit_options, load_fit_config)
+from mmdet_pu.workflow.fit_report import format_summary, link_checkpoint
+from mmdet_pu.workflow.prior_fit import fit_prior
+from mmdet_pu.workflow.self_training import (check_pseudo_source, check_self_training,
+                                             self_training_run)
+from tests._cli import run_script
+from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
+
+
+def test_command_line_input_errors(tmp_path):
+    config = str(REPO / 'configs/synthetic/synthetic_keep1_pu.py')
+    for args, message in ((['--factors', '0.5', '-1'], "expected a number > 0, got '-1'"),
+                          (['--factors', '2', '2'], '--factors repeat'),
+                          (['--cfg-options', 'randomness.seed=3'], 'set by --seeds'),
+                          (['--uncertain-score', '0.5'],
+                           'uncertain_score: expected 0 <= uncertain_score < 0.5'),
+                          (['--self-train-init', 'source'], 'invalid choice'),
+                          (['--pseudo-labels-from', 'x2'], 'invalid choice')):
+        proc = run_script('tools/fit_prior.py', config, *args, '--work-dir', tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+#: What gives Faster R-CNN's RoI head box-fit negatives.
+FASTER_BOX_FIT = ['model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
+                  'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler']
+#: The same for each of Cascade R-CNN's three stages.
+CASCADE_BOX_FIT = [option for i in range(3) for option in (
+    f'model.roi_head.bbox_head.{i}.type=BoxFitShared2FCBBoxHead',
+    f'model.train_cfg.rcnn.{i}.sampler.type=OverlapRandomSampler')]
+
+
+@pytest.mark.parametrize('config, options, added', [
+    ('synthetic/synthetic_keep1_pu.py', [], FASTER_BOX_FIT),
+    ('pu/mitos14_vgg16_keep1_pu.py', [], FASTER_BOX_FIT),
+    ('synthetic/synthetic_keep1_pu.py', FASTER_BOX_FIT, []),  # has them
+    ('real/mnfinder_keep1_pu_boxfit.py', [], []),
+    ('dense/synthetic_retinanet_keep1_pu.py', [], []),  # no RoI head
+    ('dense/synthetic_cascade-rcnn_keep1_pu.py', [], CASCADE_BOX_FIT),  # each stage
+    ('real/mnfinder_cascade-rcnn_keep1_pu_boxfit.py', [], []),
+    ('real/mnfinder_cascade-rcnn_keep1_pu.py', CASCADE_BOX_FIT[:2], []),  # one stage has
+    ('pu/nucls_mpu.py', [], FASTER_BOX_FIT),  # MultiPULoss: softmax
+    ('synthetic/synthetic_keep1_pu.py',
+     ['model.roi_head.bbox_head.loss_cls.use_sigmoid=True'], []),
+])
+def test_box_fit_negatives_are_added_to_every_roi_head_that_can_learn_them(
+        config, options, added):
+    found = box_fit_options(load_fit_config(str(REPO / 'configs' / config), options))
+    assert found == added
+    if added:  # the options build the box-fit heads
+        cfg = load_fit_config(str(REPO / 'configs' / config), [*options, *found])
+        heads = cfg.model.roi_head.bbox_head
+        assert all(head.type == 'BoxFitShared2FCBBoxHead'
+                   for head in (heads if isinstance(heads, list) else [heads]))
+
+
+def test_self_training_needs_a_cell_dataset_after_the_options(tmp_path):
+    """The check reads the config with the fit's options: a CocoDataset is refused
+    before any training, and the option that makes it a CellCocoDataset is honoured."""
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=1, size=64)
+    config = write_tiny_config(tmp_path / 'ce_tiny.py', data_root)
+    work = tmp_path / 'fit'
+    with pytest.raises(ValueError, match='train_dataloader.dataset is a CocoDataset'):
+        fit_prior(str(config), str(work), echo=lambda msg: None)
+    assert not work.exists()
+    cell = load_fit_config(str(config), ['train_dataloader.dataset.type=CellCocoDataset'])
+    check_self_training(cell, str(config))
+
+
+def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
+    pseudo = tmp_path / 'pseudo_labels.json'
+    check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')  # none yet
+    pseudo.write_text(json.dumps(dict(checkpoint='fit/x0.7/iter_300.pth', images={})))
+    check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth')
+    with pytest.raises(ValueError, match='pseudo-labels of fit/x0.7/iter_300.pth, but '
+                                         'this fit self-trains from fit/x2/iter_300.pth'):
+        check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')
+    # the same source, written without the uncertain band this fit asks for
+    with pytest.raises(ValueError, match='uncertain detections from score None, this '
+                                         'fit asks for 0.1'):
+        check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth', 0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures('forked_commands')
+def test_the_round_has_half_the_fused_vote_and_the_criterion_shares_the_rest():
+    rows = [dict(pu_criterion=c) for c in (1.0, 0.5, 0.5, 0.9)]
+    assert fusion_weights(rows) == pytest.approx([0.25, 0.125, 0.125, 0.5])
+    # no first training with a criterion above 0: they share the rest equally
+    rows = [dict(pu_criterion=0.0)] * 3 + [dict(pu_criterion=1.0)]
+    assert fusion_weights(rows) == pytest.approx([1 / 6, 1 / 6, 1 / 6, 0.5])
+
+
+def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
+    """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
+    the self-training on the provisional's detections at the chosen priors."""
+    data_root = tmp_path / 'data'
+    make_tiny_coco(data_root, n_images=2, size=128)
+    config = write_tiny_config(
+        tmp_path / 'pu_tiny.py', data_root, extra=pu_model_extra(0.05, 0.3)
+        + "val_evaluator = dict(type='CellDetMetric')\ntest_evaluator = val_evaluator\n"
+        # the dataset that takes pseudo-labels (self-training)
+        + "train_dataloader['dataset']['type'] = 'CellCocoDataset'\n")
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get('PYTHONPATH')])))
+    work = tmp_path / 'fit'
+    given = 'default_hooks.logger.interval=1'
+    band = SELF_TRAIN_UNCERTAIN_SCORE
+    summary = fit_prior(config, str(work), [given], factors=(0.5, 2.0), jobs=2,
+                        echo=lambda msg: None, uncertain_score=band,
+                        final='self_trained')
+
+    estimate = json.loads((work / 'estimate.json').read_text())
+    assert estimate['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
+    shares = estimated_shares(estimate)
+    names = [row['name'] for row in summary['trainings']]
+    assert names == ['provisional', 'x0.5', 'x2', 'self_trained']
+    # every training learns box-fit negatives (a Faster R-CNN config)
+    assert summary['box_fit_options'] == FASTER_BOX_FIT
+    for name in names:
+        options = json.loads((work / name / 'run.json').read_text())['options']
+        assert options[:2] == FASTER_BOX_FIT
+    # the chosen training's options but the seed: its config with them trains it again
+    assert summary['chosen_cfg_options'][:3] == [*FASTER_BOX_FIT, given]
+    assert not any(o.startswith('randomness.seed=') for o in summary['chosen_cfg_options'])
+    pseudo = json.loads((work / 'pseudo_labels.json').read_text())
+    assert pseudo['score_thr'] >= SELF_TRAIN_MIN_SCORE and pseudo['num_images'] == 2
+    assert pseudo['pseudo'] == sum(map(len, pseudo['images'].values()))
+    assert pseudo['uncertain_thr'] == band
+    assert pseudo['num_uncertain'] == sum(map(len, pseudo['uncertain'].values()))
+    record = json.loads((work / 'self_trained' / 'run.json').read_text())
+    assert f'train_dataloader.dataset.pseudo_labels={work / "pseudo_labels.json"}' in \
+        json.dumps(record)
+    # the round ignores the uncertain detections: both assigners leave them out
+    assert record['options'][-2:] == ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5',
+                                      'model.train_cfg.rcnn.assigner.ignore_iof_thr=0.5']
+    for factor in (0.5, 2):
+        state = torch.load(work / f'x{factor:g}' / 'iter_2.pth', map_location='cpu',
+                           weights_only=False)['state_dict']
+        assert state['roi_head.bbox_head.loss_cls.prior'].item() == pytest.approx(
+            scale_odds(shares['roi'][0], factor), abs=1e-4)
+        assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
+            scale_odds(shares['rpn'], factor), abs=1e-5)
+    # final='self_trained' returns the self-trained detector; it learned the
+    # provisional's detections at the priors of the best first training
+    assert summary['chosen'] == 'self_trained' and summary['final'] == 'self_trained'
+    first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
+    assert (f'the pseudo-labels of provisional at the priors of {first["name"]}'
+            in summary['reason'])
+    assert pseudo['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
+    assert summary['trainings'][-1]['priors'] == first['priors']
+    chosen_options = json.loads((work / first['name'] / 'run.json').read_text())['options']
+    assert record['options'][:len(chosen_options)] == chosen_options
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'self_trained' / 'iter_2.pth')
+    written = json.loads((work / 'fit_prior.json').read_text())
+    assert written['chosen'] == summary['chosen'] and written['reason']
+    assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
+    assert written['uncertain_score'] == band and written['self_train_init'] == 'scratch'
+    assert written['pseudo_labels_from'] == 'provisional'
+    assert written['fused_source'] is None
+    assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
+    print(format_summary(summary))  # renders
+
+    # the same trainings, the best criterion of all four returned instead
+    mtimes = {p: p.stat().st_mtime for p in work.glob('*/iter_2.pth')}
+    again = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                      echo=lambda msg: None, final='criterion', uncertain_score=band)
+    best = max(again['trainings'], key=lambda row: row['pu_criterion'])  # ties: first
+    assert again['chosen'] == best['name'] and again['final'] == 'criterion'
+    assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
+
+    # by default, the same four trainings returned as one detector, their detections
+    # fused
+    fused = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                      echo=lambda msg: None, uncertain_score=band)
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
+    ensemble = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
+                          weights_only=False)
+    assert ensemble['meta']['members'] == [row['checkpoint'] for row in fused['trainings']]
+    assert {key.split('.')[1] for key in ensemble['state_dict']} == {'0', '1', '2', '3'}
+    assert fused['chosen'] == 'fused' and fused['final'] == 'fused'
+    assert fused['fused']['weights'] == pytest.approx(
+        fusion_weights(fused['trainings']))
+    assert "weights=[" in (work / 'fused' / 'fused_config.py').read_text()
+    assert fused['fused']['test']['ap'] is not None and 'FusedEnsemble' in fused['reason']
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'fused' / 'fused.pth')
+    assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')
+    assert fused['chosen_cfg_options'] == []
+    assert "type='FusedEnsemble'" in (work / 'fused' / 'fused_config.py').read_text()
+    written_cfg = Config.fromfile(work / 'fused' / 'fused_config.py')
+    # as written, not as evaluated: testing it elsewhere leaves the fit's dumps alone
+    assert written_cfg.load_from is None and 'out_dir' not in written_cfg.test_evaluator
+    dumps = [work / 'fused' / 'cell_metrics' / f'{split}_per_image.json'
+             for split in ('val', 'test')]
+    stamps = [path.stat().st_mtime for path in dumps]
+    assert 'fused ' in format_summary(fused)
+    fit_prior(config, str(work), [given], factors=(0.5, 2.0), echo=lambda msg: None,
+              final='fused', uncertain_score=band)
+    assert [path.stat().st_mtime for path in dumps] == stamps  # not evaluated again
+
+    # the round learns the first trainings fused instead (their round removed first)
+    (work / 'pseudo_labels.json').unlink()
+    shutil.rmtree(work / 'self_trained')
+    again = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                      echo=lambda msg: None, uncertain_score=band,
+                      pseudo_labels_from='fused')
+    firsts = [work / name / 'iter_2.pth' for name in ('provisional', 'x0.5', 'x2')]
+    assert [p.stat().st_mtime for p in firsts] == [mtimes[p] for p in firsts]
+    source = torch.load(work / 'fused_first' / 'fused.pth', map_location='cpu',
+                        weights_only=False)
+    assert source['meta']['members'] == [row['checkpoint']
+                                         for row in again['trainings'][:3]]
+    source_cfg = Config.fromfile(work / 'fused_first' / 'fused_first_config.py')
+    assert source_cfg.model.weights == pytest.approx(
+        criterion_shares(again['trainings'][:3]))
+    pseudo = json.loads((work / 'pseudo_labels.json').read_text())
+    assert pseudo['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
+    assert 'learned the pseudo-labels of fused_first at the priors of' in again['reason']
+    assert again['pseudo_labels_from'] == 'fused'
+    reported = json.loads((work / 'fit_prior.json').read_text())['fused_source']
+    assert reported['name'] == 'fused_first' and reported['test']['ap'] is not None
+    assert reported['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
+    assert again['trainings'][-1]['name'] == 'self_trained'
+
+
+def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):
+    """The round's options: the pseudo-label file, the ignore options of the config's
+    assigners, and with ``init='chosen'`` the source detector's weights."""
+    pseudo = tmp_path / 'pseudo_labels.json'
+    source = str(tmp_path / 'x2' / 'iter_300.pth')
+    pseudo.write_text(json.dumps(dict(images={}, uncertain={}, checkpoint=source,
+                                      uncertain_thr=0.1)))
+    ignoring = ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5']
+    chosen = dict(name='x2', checkpoint=source)
+    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], chosen,
+                            echo=lambda msg: None, uncertain_score=0.1,
+                            ignoring=ignoring, init_from=source)
+    assert run.options == ['randomness.seed=0',
+                           f'train_dataloader.dataset.pseudo_labels={pseudo}',
+                           *ignoring, f'load_from={source}']
+    # no assigner that can ignore: no band asked of the file, nothing ignored
+    with pytest.raises(ValueError, match='uncertain detections from score 0.1, this fit '
+                                         'asks for None'):
+        self_training_run('pu.py', str(tmp_path), [], chosen, echo=lambda msg: None,
+                          uncertain_score=0.1, ignoring=[])
+
+
+def test_the_pseudo_labels_are_cut_at_the_point_estimates_threshold(tmp_path, monkeypatch):
+    """The round's pseudo-labels keep the cut the workflow was measured with: the
+    threshold of Lee & Liu's point estimate (not the lower bound the tests use), never
+    below 0.5."""
+    cuts = []
+
+    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
+        cuts.append(score_thr)
+        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
+
+    monkeypatch.setattr(self_training, 'write_pseudo_labels', write)
+    for point, cut in ((0.7, 0.7), (0.3, SELF_TRAIN_MIN_SCORE), (None, 0.5)):
+        source = dict(name='provisional', checkpoint=str(tmp_path / 'iter_2.pth'),
+                      val_score_thr=0.4, val_score_thr_point=point)
+        self_training_run('pu.py', str(tmp_path / str(point)), [], source,
+                          echo=lambda msg: None)
+        assert cuts[-1] == cut
+
+
+def test_a_fused_source_writes_its_pseudo_labels_with_its_own_config(tmp_path,
+                                                                     monkeypatch):
+    """The first trainings' fusion has its own config (its members' options merged):
+    the pseudo-labels are detected with it alone, the round trains with the options."""
+    calls = []
+
+    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
+        calls.append((config, checkpoint, options))
+        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
+
+    monkeypatch.setattr(self_training, 'write_pseudo_labels', write)
+    fused = str(tmp_path / 'fused_first' / 'fused_first_config.py')
+    source = dict(name='fused_first', checkpoint=str(tmp_path / 'fused_first' / 'fused.pth'),
+                  val_score_thr_point=0.6, config=fused)
+    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], source,
+                            echo=lambda msg: None)
+    assert calls == [(fused, source['checkpoint'], [])]
+    assert run.config == 'pu.py' and run.options[0] == 'randomness.seed=0'
+
+
+def test_linking_the_same_checkpoint_again_leaves_no_temporary_file(tmp_path):
+    first, second = tmp_path / 'a.pth', tmp_path / 'b.pth'
+    first.write_bytes(b'a')
+    second.write_bytes(b'b')
+    target = tmp_path / 'fit_prior.pth'
+    for source in (first, first, second, second, first):
+        link_checkpoint(str(source), str(target))
+        assert os.path.samefile(source, target)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ['a.pth', 'b.pth',
+                                                              'fit_prior.pth']
+
+
+def test_the_criterion_shares_a_vote_and_falls_back_to_equal_shares():
+    rows = [dict(pu_criterion=c) for c in (1.0, -0.2, 0.5, 0.5)]
+    assert criterion_shares(rows) == pytest.approx([0.5, 0.0, 0.25, 0.25])
+    assert criterion_shares([dict(pu_criterion=0.0)] * 2) == [0.5, 0.5]
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(self_train_init='source'), "self_train_init: expected one of .* got 'source'"),
+    (dict(pseudo_labels_from='x2'), "pseudo_labels_from: expected one of .* got 'x2'"),
+    (dict(uncertain_score=0.5), r'uncertain_score: expected 0 <= uncertain_score < 0.5'),
+])
+def test_an_unknown_round_start_or_band_is_an_error(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fit_prior(str(REPO / 'configs/synthetic/synthetic_keep1_pu.py'), str(tmp_path),
+                  echo=lambda msg: None, **kwargs)
+    assert not any(tmp_path.iterdir())

@@ -6,7 +6,7 @@ tile by tile so the generator itself never holds the image. Then, each in a fres
 subprocess so that its peak resident memory (``ru_maxrss``) is its own:
 
 * ``read``: every 500 x 500 region of the MITOS tile grid (overlap 100) through
-  :class:`mmdet_pu.io.tiff.TiffRegionReader`;
+  :class:`cellio.tiff.TiffRegionReader`;
 * ``write``: :func:`data_prep.writer.write_dataset` on the image (a training image:
   tiles only, PNG encoding included) into a temporary output.
 
@@ -33,8 +33,8 @@ import tifffile
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mmdet_pu.io.tiff import TiffRegionReader  # noqa: E402
-from mmdet_pu.io.tiling import tile_grid  # noqa: E402
+from cellio.tiff import TiffRegionReader  # noqa: E402
+from cellio.tiling import tile_grid  # noqa: E402
 from data_prep.writer import SourceImage, write_dataset  # noqa: E402
 
 TILE, OVERLAP = 500, 100

@@ -54,6 +54,8 @@ from mmengine.registry import init_default_scope
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from cellio.slides import open_slide  # noqa: E402
+from cellio.tiling import tile_grid  # noqa: E402
 import mmdet_pu  # noqa: E402,F401
 from data_prep.synthetic import generate_image  # noqa: E402
 from mmdet.registry import MODELS  # noqa: E402
@@ -62,8 +64,6 @@ from mmdet_pu.apis.cohort import run_cohort  # noqa: E402
 from mmdet_pu.apis.cohort_plan import find_cohort  # noqa: E402
 from mmdet_pu.apis.cohort_settings import CohortSettings  # noqa: E402
 from mmdet_pu.apis.slide import infer_slide  # noqa: E402
-from mmdet_pu.io.slides import open_slide  # noqa: E402
-from mmdet_pu.io.tiling import tile_grid  # noqa: E402
 from mmdet_pu.engine.launch import init_distributed  # noqa: E402
 
 MODEL_CFG = REPO / 'configs' / '_base_' / 'models' / 'faster-rcnn_r18-slim_fpn.py'

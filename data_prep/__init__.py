@@ -25,7 +25,7 @@ Shared building blocks:
 * ``coco_io`` -- the COCO builder.
 
 Pixels, tiling geometry and atomic output come from the package: image and slide
-readers (:mod:`mmdet_pu.io.images`, :mod:`mmdet_pu.io.slides`), tile grids and the cells
-of each tile (:mod:`mmdet_pu.io.tiling`), atomic files and directories
-(:mod:`mmdet_pu.io.atomic`).
+readers (:mod:`cellio.images`, :mod:`cellio.slides`), tile grids and the cells
+of each tile (:mod:`cellio.tiling`), atomic files and directories
+(:mod:`cellio.atomic`).
 """

@@ -1,6 +1,6 @@
 """COCO dictionaries: :class:`CocoBuilder` assembles a COCO detection dict (category ids
 ``1..C`` in the order given, image and annotation ids from 1). Files are written by
-:mod:`mmdet_pu.io.atomic`.
+:mod:`cellio.atomic`.
 """
 
 

@@ -20,7 +20,7 @@ import re
 import numpy as np
 import scipy.io
 
-from mmdet_pu.io.images import LazyImageReader, image_size
+from cellio.images import LazyImageReader, image_size
 from data_prep.points import check_points_inside
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 

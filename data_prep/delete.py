@@ -24,9 +24,9 @@ if __package__ in (None, ''):  # run as a script: make `data_prep` importable
 
 from mmengine.config import Config  # noqa: E402
 
-from mmdet_pu.datasets.deletion import build_deletion, delete_from_coco  # noqa: E402
-from mmdet_pu.io.atomic import write_json_atomic  # noqa: E402
+from cellio.atomic import write_json_atomic  # noqa: E402
 from cellio.cli import report_user_errors  # noqa: E402
+from mmdet_pu.datasets.deletion import build_deletion, delete_from_coco  # noqa: E402
 
 DELETION_CONFIGS = REPO / 'configs' / '_base_' / 'deletion'
 

@@ -47,11 +47,11 @@ from data_prep.splits import (compile_group_regex, fold_ratios, group_of,
                               split_by_patterns, split_groups)
 from data_prep.writer import (SourceImage, add_common_arguments, command_options,
                               write_dataset)
-from mmdet_pu.io.images import ArrayReader
-from mmdet_pu.io.instance_masks import (STRETCH_MODES, STRETCH_PERCENTILES,
-                                        check_instance_ids, check_percentiles, instances,
-                                        parse_channels, read_intensity_image,
-                                        read_label_image)
+from cellio.images import ArrayReader
+from cellio.instance_masks import (STRETCH_MODES, STRETCH_PERCENTILES,
+                                   check_instance_ids, check_percentiles, instances,
+                                   parse_channels, read_intensity_image,
+                                   read_label_image)
 
 IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.jpg', '.jpeg', '.bmp')
 MASK_SUFFIXES = ('.png', '.tif', '.tiff')

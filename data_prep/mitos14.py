@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from mmdet_pu.io.images import LazyImageReader, image_size
+from cellio.images import LazyImageReader, image_size
 from data_prep.folders import unique_folders
 from data_prep.points import check_points_inside, first_occurrences, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset

@@ -20,7 +20,7 @@ import csv
 
 import numpy as np
 
-from mmdet_pu.io.images import LazyImageReader, image_size
+from cellio.images import LazyImageReader, image_size
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset
 
 CATEGORIES = ('tumor', 'lymphocyte', 'stromal')

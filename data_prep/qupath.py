@@ -83,13 +83,13 @@ from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
                                      report_lines, totals)
 from data_prep.splits import compile_group_regex, group_of, split_groups
 from data_prep.writer import add_common_arguments, command_options, write_dataset
-from mmdet_pu.io.atomic import AtomicOutput, write_json_atomic
-from mmdet_pu.io.geometry import box_gap, box_meets_image
-from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathFile, QuPathObject,
-                                check_first_plane, default_color, describe_oversized,
-                                drop_outside, find_images, match_exports, read_geojson,
-                                shift)
-from mmdet_pu.io.sources import IMAGE_SUFFIXES, ImageSource, open_image_source
+from cellio.atomic import AtomicOutput, write_json_atomic
+from cellio.geometry import box_gap, box_meets_image
+from cellio.qupath import (AmbiguousClassError, PlaneError, QuPathFile, QuPathObject,
+                           check_first_plane, default_color, describe_oversized,
+                           drop_outside, find_images, match_exports, read_geojson,
+                           shift)
+from cellio.sources import IMAGE_SUFFIXES, ImageSource, open_image_source
 
 #: Class of unclassified cells when no cell is classified.
 DEFAULT_CLASS = 'cell'

@@ -20,9 +20,9 @@ from collections import Counter
 import numpy as np
 
 from data_prep.writer import SourceImage
-from mmdet_pu.io.geometry import inside_any, merge_overlapping
-from mmdet_pu.io.images import MAX_WHOLE_PIXELS, CropReader, MaskedReader
-from mmdet_pu.io.qupath import Region
+from cellio.geometry import inside_any, merge_overlapping
+from cellio.images import MAX_WHOLE_PIXELS, CropReader, MaskedReader
+from cellio.qupath import Region
 
 #: Pixel value painted over ignored areas (white: glass).
 IGNORED_FILL = 255

@@ -45,7 +45,7 @@ import numpy as np
 
 from data_prep.splits import split_groups
 from data_prep.writer import SourceImage, add_common_arguments, write_from_args
-from mmdet_pu.io.images import ArrayReader
+from cellio.images import ArrayReader
 
 #: Ruifrok & Johnston optical density vectors (R, G, B).
 HEMATOXYLIN = np.array([0.650, 0.704, 0.286])

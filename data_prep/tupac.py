@@ -18,7 +18,7 @@ scheme can start from the original, incomplete labels
 instead. Each mitosis becomes a 32 x 32 box centred on it; tiles
 are cut into 500 x 500 patches without overlap, patches without mitoses are dropped, and
 cases are split 4:1:1 (Section 3.1.3). Tiles are read region by region
-(:class:`mmdet_pu.io.tiff.TiffRegionReader`), never whole unless written as a whole
+(:class:`cellio.tiff.TiffRegionReader`), never whole unless written as a whole
 test image. Every image entry records the tiles' resolution, :data:`MPP` (``mpp``, µm
 per pixel).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmdet_pu.io.images import LazyImageReader, image_size
+from cellio.images import LazyImageReader, image_size
 from data_prep.folders import unique_folders
 from data_prep.points import check_points_inside, read_number_csv
 from data_prep.writer import SourceImage, add_common_arguments, write_raw_dataset

@@ -96,8 +96,8 @@ from tqdm import tqdm
 
 from data_prep.coco_io import CocoBuilder
 from data_prep.splits import SPLITS, split_groups
-from mmdet_pu.io.atomic import AtomicOutput, write_image_atomic, write_json_atomic
-from mmdet_pu.io.tiling import crop_to_tile, point_boxes, tile_grid
+from cellio.atomic import AtomicOutput, write_image_atomic, write_json_atomic
+from cellio.tiling import crop_to_tile, point_boxes, tile_grid
 
 ANNOTATION_FILES = (*SPLITS, 'test_whole')
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from mmdet_pu.io.atomic import atomic_open
+from cellio.atomic import atomic_open
 from cellio.cli import report_user_errors
 
 VGG16_CONVS = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28)

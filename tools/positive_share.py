@@ -25,7 +25,7 @@ import argparse
 
 from mmengine.config import DictAction
 
-from mmdet_pu.io.atomic import write_json_atomic
+from cellio.atomic import write_json_atomic
 from mmdet_pu.engine.launch import load_config
 from mmdet_pu.prior.positive_share import positive_shares
 

@@ -6,7 +6,7 @@
   (tissue mask), :mod:`.tile_batches` (tiles read ahead as model inputs) and
   :mod:`.slide_result` (``SlideResult``); the merge is
   :mod:`mmdet_pu.engine.runner.tile_merge`'s, the files
-  :mod:`mmdet_pu.io.detection_writers`' (``tools/infer_slide.py``, docs/slides.md);
+  :mod:`cellio.detection_writers`' (``tools/infer_slide.py``, docs/slides.md);
 * :mod:`.cohort` -- the same over a cohort of slides (``run_cohort``: the steps),
   sharded over processes and machines (:mod:`.cohort_plan`), resumable from its records
   (:mod:`.cohort_records`), with its settings (:mod:`.cohort_settings`) and progress bar

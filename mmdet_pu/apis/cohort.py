@@ -9,7 +9,7 @@ Every process of a distributed run (``torchrun``, Slurm; the process group of
 process is the shard of size 1, the same code path. The steps:
 
 1. **Resume.** A slide is finished when its record says ``done`` with the fingerprint
-   (:func:`~mmdet_pu.io.records.fingerprint`) of the same settings (config,
+   (:func:`~cellio.records.fingerprint`) of the same settings (config,
    checkpoint, cfg-options and every inference setting) and both outputs exist;
    finished slides are skipped unless ``overwrite``. Slides finished with other
    settings are recomputed, with a warning naming what changed. Failed, interrupted and
@@ -20,7 +20,7 @@ process is the shard of size 1, the same code path. The steps:
 3. **Run.** Each process runs its slides in name order (:func:`run_slide`). Before a
    slide runs, its record, outputs and the temporary files of an interrupted write are
    removed, so an interrupted slide restarts cleanly. Outputs are written atomically
-   (:mod:`mmdet_pu.io.atomic`), then the record, which is the commit. An exception of a
+   (:mod:`cellio.atomic`), then the record, which is the commit. An exception of a
    slide (an unreadable or corrupt file, a region outside it, ...) is recorded as
    ``failed`` with its message and the others go on.
 4. **Manifest.** Process 0 rewrites ``manifest.csv`` after each of its slides and,
@@ -37,8 +37,8 @@ from typing import Callable, List, Optional, Sequence
 from mmengine.dist import barrier, get_dist_info
 from tqdm import tqdm
 
-from mmdet_pu.io.detection_writers import write_slide_outputs
-from mmdet_pu.io.records import discard_partial_writes, fingerprint, write_record
+from cellio.detection_writers import write_slide_outputs
+from cellio.records import discard_partial_writes, fingerprint, write_record
 from .cohort_plan import check_names, my_slides
 from .cohort_progress import CohortProgress
 from .cohort_records import (MANIFEST, clear_slide, finished_slides, record_path,

@@ -12,7 +12,7 @@ from typing import List, Sequence
 
 from mmengine.dist import all_gather_object
 
-from mmdet_pu.io.slides import find_slides, open_slide
+from cellio.slides import find_slides, open_slide
 from .cohort_records import MANIFEST
 from .cohort_settings import CohortSettings
 from .resolution import ResolutionWarning, level0_roi, plan_resolution

@@ -4,7 +4,7 @@
     OUT/.cohort/<stem>.json              the record of a slide a run finished
     OUT/manifest.csv                     one row per slide: status, cells, density, ...
 
-A slide's record (:mod:`mmdet_pu.io.records`) is written after its outputs: it is the
+A slide's record (:mod:`cellio.records`) is written after its outputs: it is the
 commit. It says ``done`` or ``failed`` (with the error) and holds the settings and their
 fingerprint; a slide is finished when its record says ``done`` with the fingerprint of
 this run and both outputs exist (:func:`finished_slides`).
@@ -14,8 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mmdet_pu.io.atomic import atomic_open
-from mmdet_pu.io.records import discard, read_record, settings_changes
+from cellio.atomic import atomic_open
+from cellio.records import discard, read_record, settings_changes
 
 #: Folder of OUT holding the per-slide records.
 RECORDS = '.cohort'

@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from mmdet_pu.io.slides import SlideReader
+from cellio.slides import SlideReader
 
 #: Relative difference between a level's and the target's micrometres per pixel below
 #: which the level is read as it is, without resampling (a 0.2527 µm/px scan for a model

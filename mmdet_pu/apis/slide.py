@@ -45,9 +45,9 @@ from tqdm import tqdm
 from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
                                                merge_slide_detections, tile_cores)
 from mmdet_pu.engine.runner.tiled_loop import prediction_steps
-from mmdet_pu.io.qupath import default_color
-from mmdet_pu.io.slides import SlideReader, open_slide
-from mmdet_pu.io.tiling import tile_grid
+from cellio.qupath import default_color
+from cellio.slides import SlideReader, open_slide
+from cellio.tiling import tile_grid
 from .resolution import ResolutionPlan, level0_roi, level_region, plan_resolution
 from .slide_model import InputFormat, input_format
 from .slide_result import SlideResult

@@ -15,7 +15,7 @@ import torch
 from mmengine.dist import get_dist_info
 
 from mmdet.apis import init_detector
-from mmdet_pu.io.qupath import default_color
+from cellio.qupath import default_color
 
 
 @dataclass

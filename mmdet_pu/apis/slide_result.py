@@ -12,7 +12,7 @@ class SlideResult:
 
     ``bboxes`` are ``(N, 4)`` float32 ``x0, y0, x1, y1`` in QuPath's frame of the whole
     slide (level-0 pixels less ``origin``, QuPath's origin in level-0 pixels:
-    :meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`; the ROI offset included),
+    :meth:`~cellio.slides.SlideReader.qupath_frame`; the ROI offset included),
     sorted by descending ``scores`` (ties by ``y0``, ``x0``, ``x1``, ``y1``, ``labels``:
     one order, however the slide was run); ``labels`` index ``classes`` (colours:
     ``palette``). ``roi`` is the region run, in the same frame, ``megapixels`` the pixels

@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import torch
 
+from cellio.slides import SlideReader
 from mmdet.structures import DetDataSample
-from mmdet_pu.io.slides import SlideReader
 from .slide_model import InputFormat
 
 

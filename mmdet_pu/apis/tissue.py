@@ -105,7 +105,7 @@ def read_downsampled(reader, roi, downsample, block=BLOCK):
     """Mean colour of ``roi`` at about ``downsample`` level-0 pixels per pixel.
 
     Args:
-        reader: a :class:`~mmdet_pu.io.slides.SlideReader`.
+        reader: a :class:`~cellio.slides.SlideReader`.
         roi: ``(x, y, w, h)`` in level-0 pixels.
         downsample: target level-0 pixels per output pixel.
         block: side of the blocks read at once (pixels of the level read).

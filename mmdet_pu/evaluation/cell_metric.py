@@ -43,7 +43,7 @@ from mmengine.evaluator import BaseMetric
 from mmengine.logging import MessageHub, MMLogger, print_log
 
 from mmdet.registry import METRICS
-from mmdet_pu.io.atomic import atomic_open, write_json_atomic
+from cellio.atomic import atomic_open, write_json_atomic
 from .matching import ERROR_KINDS, count_per_class, error_kinds, match_image, to_numpy
 from .rates import RATES, average_precision, counts_at, detection_rates, nanmean
 from .score_threshold import pu_threshold_criterion, select_score_thr

@@ -17,7 +17,7 @@ import mmcv
 import mmengine
 import numpy as np
 
-from mmdet_pu.io.atomic import write_image_atomic
+from cellio.atomic import write_image_atomic
 from .matching import match_image, to_numpy
 
 #: BGR colours: TP green, FP red, FN yellow.
@@ -115,7 +115,7 @@ def overlay_paths(out_dir: str, img_path: str, classes: Sequence[str]) -> Dict[s
 
 def save_cell_overlays(out_dir: str, img_path: str, overlays: Dict[str, np.ndarray]):
     """Write the overlays of :func:`render_cell_overlays` (BGR) as PNGs, each completely
-    or not at all (:func:`~mmdet_pu.io.atomic.write_image_atomic`); returns the paths."""
+    or not at all (:func:`~cellio.atomic.write_image_atomic`); returns the paths."""
     paths = overlay_paths(out_dir, img_path, list(overlays))
     for name, picture in overlays.items():
         write_image_atomic(paths[name], picture[..., ::-1])  # it takes RGB

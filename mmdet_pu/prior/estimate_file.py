@@ -31,7 +31,7 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
-from mmdet_pu.io.atomic import write_json_atomic
+from cellio.atomic import write_json_atomic
 from .estimation import DISAGREEMENT, recommend
 from .keys import ROI_PRIORS_KEY, stage_name
 

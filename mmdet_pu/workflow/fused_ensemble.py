@@ -17,10 +17,10 @@ import torch
 from mmengine.config import Config
 from mmengine.runner.checkpoint import _load_checkpoint
 
+from cellio.atomic import atomic_open, write_atomic
+from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR
-from mmdet_pu.io.atomic import atomic_open, write_atomic
-from mmdet_pu.io.records import write_record
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.

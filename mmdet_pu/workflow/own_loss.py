@@ -12,7 +12,7 @@ from typing import List, Sequence
 
 from mmengine.config import Config
 
-from mmdet_pu.io.atomic import write_atomic
+from cellio.atomic import write_atomic
 from mmdet_pu.prior.keys import type_name
 
 

@@ -18,8 +18,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 from mmdet.structures.bbox import get_box_tensor
 
+from cellio.atomic import write_json_atomic
 from mmdet_pu.engine.launch import load_config, parse_cfg_options
-from mmdet_pu.io.atomic import write_json_atomic
 from mmdet_pu.prior.estimation import new_detections
 from mmdet_pu.prior.keys import typed_nodes
 from mmdet_pu.prior.label_frequency import detect

@@ -1,6 +1,6 @@
 """The one writer of the experiment tools' reports and figures.
 
-Every report is written atomically (:mod:`mmdet_pu.io.atomic`): a Markdown text
+Every report is written atomically (:mod:`cellio.atomic`): a Markdown text
 (``results.md``), its data as JSON (``results.json``), a table as CSV and figures as PNG
 drawn with matplotlib's non-interactive ``Agg`` backend.
 """
@@ -9,7 +9,7 @@ import io
 import os.path as osp
 from typing import Callable, List, Optional, Sequence
 
-from mmdet_pu.io.atomic import write_atomic, write_json_atomic
+from cellio.atomic import write_atomic, write_json_atomic
 
 
 def pyplot():

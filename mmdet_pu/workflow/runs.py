@@ -31,7 +31,7 @@ new       none of these                                                   both
 ``run.json`` also records the config and ``--cfg-options`` the run was started with; a
 work dir holding a run of another config or other options is an error, never silently
 reused (the contents of the config file itself are not compared). ``run.json`` is a
-record of :mod:`mmdet_pu.io.records`, the package's one store of finished work.
+record of :mod:`cellio.records`, the package's one store of finished work.
 """
 import os
 import os.path as osp
@@ -43,10 +43,10 @@ import time
 from pathlib import Path
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
+from cellio.records import discard, read_record, write_record
 from mmdet_pu.engine.launch import last_checkpoint
 from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.metric_dump import read_metric_dump
-from mmdet_pu.io.records import discard, read_record, write_record
 
 ITER_RE = re.compile(r'Iter\(train\)\s*\[\s*(\d+)/(\d+)\].*?\bloss: ([\d.]+)')
 FOLD_RE = re.compile(r'(?<![^/])annotations/fold\d+/')

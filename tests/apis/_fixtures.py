@@ -13,7 +13,7 @@ from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet.models.detectors.base import BaseDetector
 from torch import nn
 
-from mmdet_pu.io.slides import SlideReader
+from cellio.slides import SlideReader
 from mmdet_pu.models.detectors import FusedEnsemble
 from mmdet_pu.models.detectors.box_fusion import member_weights
 

@@ -20,6 +20,8 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
+from cellio.qupath import read_geojson
+from cellio.slides import open_slide
 from mmdet.registry import MODELS
 from mmdet_pu.apis import cohort_plan
 from mmdet_pu.apis import slide as slide_api
@@ -28,8 +30,6 @@ from mmdet_pu.apis.cohort_plan import find_cohort, shard_slides, slide_weight
 from mmdet_pu.apis.cohort_records import MANIFEST, RECORDS, read_slide_record
 from mmdet_pu.apis.cohort_settings import CohortSettings
 from mmdet_pu.apis.tissue import TissueMaskConfig
-from mmdet_pu.io.qupath import read_geojson
-from mmdet_pu.io.slides import open_slide
 from tests._data import REPO
 from tests.apis._fixtures import BlobDetector, write_slide
 

@@ -24,10 +24,10 @@ from mmdet_pu.apis.slide_model import (input_format, slide_dataset_meta, slide_d
 from mmdet_pu.apis.tissue import TissueMaskConfig, compute_tissue_mask, tissue_pixels
 from mmdet_pu.engine.runner import merge_tile_predictions
 from mmdet_pu.engine.runner.tile_merge import fuse_slide_detections, merge_slide_detections
-from mmdet_pu.io.detection_writers import write_slide_outputs
-from mmdet_pu.io.slides import OpenSlideReader, open_slide
-from mmdet_pu.io.tiling import tile_grid
-from mmdet_pu.io.qupath import read_geojson
+from cellio.detection_writers import write_slide_outputs
+from cellio.slides import OpenSlideReader, open_slide
+from cellio.tiling import tile_grid
+from cellio.qupath import read_geojson
 from mmdet_pu.models.detectors.box_fusion import fuse_detections
 from tests._cli import run_script
 from tests._data import REPO

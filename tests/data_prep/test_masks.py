@@ -9,8 +9,8 @@ from PIL import Image
 
 from data_prep.masks import find_pairs, load_pair
 from data_prep.prepare import main
-from mmdet_pu.io.instance_masks import (id_pieces, instances, read_intensity_image,
-                                        read_label_image, to_uint8)
+from cellio.instance_masks import (id_pieces, instances, read_intensity_image,
+                                   read_label_image, to_uint8)
 from tests._cli import run_script
 from tests.data_prep.raw_fixtures import load_coco, tree_state
 

@@ -22,11 +22,11 @@ from mmengine.config import Config
 from data_prep import qupath, qupath_crops
 from data_prep.points import PointRow, read_point_table
 from data_prep.qupath_crops import region_crops
-from mmdet_pu.io import sources
-from mmdet_pu.io.images import LazyImageReader
-from mmdet_pu.io.qupath import QuPathObject, Region, match_exports, qupath_stem, write_geojson
-from mmdet_pu.io.slides import OpenSlideReader
-from mmdet_pu.io.sources import open_image_source
+from cellio import sources
+from cellio.images import LazyImageReader
+from cellio.qupath import QuPathObject, Region, match_exports, qupath_stem, write_geojson
+from cellio.slides import OpenSlideReader
+from cellio.sources import open_image_source
 from tests._cli import run_script
 from tests._data import REPO
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, feature, gzip_export, multipoint,

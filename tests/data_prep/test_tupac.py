@@ -7,7 +7,7 @@ import pytest
 import tifffile
 
 from data_prep import tupac
-from mmdet_pu.io.tiff import TiffRegionReader
+from cellio.tiff import TiffRegionReader
 from tests.data_prep.raw_fixtures import (MARK, config_datasets, load_coco, make_tupac,
                                           read_png, run_prepare, tree_state)
 

@@ -6,7 +6,7 @@ import pytest
 
 from data_prep.splits import split_groups
 from data_prep.writer import SourceImage, write_dataset
-from mmdet_pu.io.images import ArrayReader, ImageFileReader
+from cellio.images import ArrayReader, ImageFileReader
 
 
 class CountingReader(ArrayReader):

@@ -18,7 +18,7 @@ from mmdet_pu.engine.runner import TiledTestLoop, TiledValLoop, merge_tile_predi
 from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
 from mmdet_pu.engine.runner.tiled_loop import TiledInferenceMixin
 from mmdet_pu.evaluation import CellDetMetric
-from mmdet_pu.io.tiling import tile_grid
+from cellio.tiling import tile_grid
 from mmdet_pu.models.detectors import FusedEnsemble
 
 

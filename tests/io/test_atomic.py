@@ -4,8 +4,8 @@ import cv2
 import numpy as np
 import pytest
 
-from mmdet_pu.io.atomic import (AtomicOutput, atomic_open, write_atomic, write_image_atomic,
-                                write_json_atomic)
+from cellio.atomic import (AtomicOutput, atomic_open, write_atomic, write_image_atomic,
+                           write_json_atomic)
 
 
 def test_atomic_files_round_trip(tmp_path):

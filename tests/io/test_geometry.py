@@ -1,9 +1,9 @@
-"""Polygons and boxes (mmdet_pu/io/geometry.py)."""
+"""Polygons and boxes (cellio/geometry.py)."""
 import numpy as np
 
-from mmdet_pu.io.geometry import (area_bounds, bounds, box_gap, box_meets_image,
-                                  inside_any, merge_overlapping, points_in_polygon,
-                                  polygon_pixel_mask)
+from cellio.geometry import (area_bounds, bounds, box_gap, box_meets_image,
+                             inside_any, merge_overlapping, points_in_polygon,
+                             polygon_pixel_mask)
 
 SQUARE = ((0, 0), (100, 0), (100, 60), (0, 60))
 HOLE = ((10, 10), (40, 10), (40, 40), (10, 40))

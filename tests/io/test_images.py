@@ -6,9 +6,9 @@ import pytest
 import tifffile
 from PIL import Image
 
-from mmdet_pu.io.images import ImageFileReader, LazyImageReader, image_size, open_image
-from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
-from mmdet_pu.io.tiling import tile_grid
+from cellio.images import ImageFileReader, LazyImageReader, image_size, open_image
+from cellio.tiff import TiffRegionReader, UnsupportedCompression
+from cellio.tiling import tile_grid
 from tests.data_prep.raw_fixtures import write_bmp_rgba
 
 RNG = np.random.default_rng(0)

@@ -1,5 +1,5 @@
 """QuPath GeoJSON reading (every form QuPath 0.2-0.6 writes) and writing
-(mmdet_pu/io/qupath/).
+(cellio/qupath/).
 
 The conformance tests read the hand-written exports of ``tests/fixtures/qupath/``
 (:data:`tests._qupath_fixtures.FORMS`); each docstring names the qupath-core source
@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from mmdet_pu.io.qupath import (AmbiguousClassError, PlaneError, QuPathObject, Region,
-                                Skipped, annotation_role, default_color, export_stem,
-                                is_ignored_class, is_region_class, packed_argb,
-                                read_geojson, write_geojson)
+from cellio.qupath import (AmbiguousClassError, PlaneError, QuPathObject, Region,
+                           Skipped, annotation_role, default_color, export_stem,
+                           is_ignored_class, is_region_class, packed_argb,
+                           read_geojson, write_geojson)
 from tests._qupath_fixtures import (FORM_SIZE, FORMS, STYLES, feature, gzip_export,
                                     multipoint, multirect, point, rect, signed_argb,
                                     write_features, zip_export)

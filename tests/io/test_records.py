@@ -1,7 +1,7 @@
-"""mmdet_pu.io.records: the store of finished work that training runs and cohorts
+"""cellio.records: the store of finished work that training runs and cohorts
 resume from."""
-from mmdet_pu.io.records import (discard, fingerprint, read_record, settings_changes,
-                                 write_record)
+from cellio.records import (discard, fingerprint, read_record, settings_changes,
+                            write_record)
 
 
 def test_a_record_reads_back_and_an_unreadable_one_is_none(tmp_path):

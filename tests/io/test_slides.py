@@ -1,4 +1,4 @@
-"""Region reads of whole slides (mmdet_pu.io.slides): OpenSlide, the tifffile fallback,
+"""Region reads of whole slides (cellio.slides): OpenSlide, the tifffile fallback,
 PIL for small images, transparency, resolution."""
 import cv2
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 import tifffile
 from PIL import Image
 
-from mmdet_pu.io.slides import OpenSlideReader, _open_tiff_fallback, open_slide
-from mmdet_pu.io.tiff import TiffRegionReader, UnsupportedCompression
+from cellio.slides import OpenSlideReader, _open_tiff_fallback, open_slide
+from cellio.tiff import TiffRegionReader, UnsupportedCompression
 from tests.apis._fixtures import make_slide_image
 from tests._qupath_fixtures import write_pyramid_tiff
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from mmdet_pu.io.tiling import crop_to_tile, point_boxes, tile_grid, tile_origins
+from cellio.tiling import crop_to_tile, point_boxes, tile_grid, tile_origins
 
 
 @pytest.mark.parametrize('length, tile, overlap, expected', [

@@ -35,7 +35,7 @@ from torch.utils.data import DataLoader
 
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
-from ...io.tiling import tile_grid
+from cellio.tiling import tile_grid
 from ...models.detectors import FusedEnsemble
 from .tile_merge import merge_tile_predictions, tile_cores
 

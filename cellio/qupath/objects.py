@@ -128,7 +128,7 @@ class Skipped:
 
 @dataclass
 class QuPathFile:
-    """What :func:`~mmdet_pu.io.qupath.read_geojson` found in one export.
+    """What :func:`~cellio.qupath.read_geojson` found in one export.
 
     Attributes:
         cells: the cells, in file order (a multi-point gives one cell per point).

@@ -14,7 +14,7 @@
 * :mod:`.writer` -- cells as an export QuPath 0.3 and 0.4+ import
   (:func:`write_geojson`).
 
-The geometry of regions (points inside, pixel masks, boxes) is :mod:`mmdet_pu.io.geometry`.
+The geometry of regions (points inside, pixel masks, boxes) is :mod:`cellio.geometry`.
 """
 from .classes import (annotation_role, default_color, is_ignored_class, is_region_class,
                       packed_argb)

@@ -9,8 +9,8 @@ segments need the ``imagecodecs`` package (``pip install -e ".[tiff]"``); withou
 the reader raises :class:`UnsupportedCompression` and its callers decide whether the
 image is small enough to decode whole.
 
-Used by the whole-slide reader (:mod:`mmdet_pu.io.slides`, for TIFFs OpenSlide cannot
-open) and by the image readers of the dataset converters (:mod:`mmdet_pu.io.images`).
+Used by the whole-slide reader (:mod:`cellio.slides`, for TIFFs OpenSlide cannot
+open) and by the image readers of the dataset converters (:mod:`cellio.images`).
 Only numpy and tifffile are imported.
 """
 import math

@@ -10,11 +10,11 @@ region needs (except small PNG/JPEG images, which are decoded whole once):
   the slide's pyramid. Transparent pixels (outside the scanned area, MIRAX gaps) are
   composited onto white, i.e. background.
 * **tifffile** for TIFFs OpenSlide cannot open (strip TIFFs, compressions its libtiff
-  lacks): :class:`mmdet_pu.io.tiff.TiffRegionReader` decodes only the strips / tiles
+  lacks): :class:`cellio.tiff.TiffRegionReader` decodes only the strips / tiles
   a region intersects. One level: the first page.
 * **PIL** (OpenSlide's ``ImageSlide``) for PNG / JPEG images, and for TIFFs whose
   compression neither OpenSlide nor tifffile can decode here (LZW / JPEG strips without
-  ``imagecodecs``), of at most :data:`~mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels.
+  ``imagecodecs``), of at most :data:`~cellio.images.MAX_WHOLE_PIXELS` pixels.
   One level.
 
 OpenSlide is imported when a slide is opened, never when the package is imported.
@@ -258,7 +258,7 @@ def open_slide(path, max_whole_pixels=MAX_WHOLE_PIXELS) -> SlideReader:
 
 class LevelRegions:
     """One level of a slide behind the ``read_region(x0, y0, w, h)`` reader interface of
-    :mod:`mmdet_pu.io.images` (dataset converters read slides through it)."""
+    :mod:`cellio.images` (dataset converters read slides through it)."""
 
     def __init__(self, slide: SlideReader, level: int = 0):
         self.slide, self.level = slide, level

@@ -3,7 +3,7 @@ plane, inside QuPath's image, in the image's level-0 pixels.
 
 QuPath's frame is the pixels of its image, origin at the top-left corner. On a slide
 that QuPath crops to its OpenSlide bounds
-(:meth:`mmdet_pu.io.slides.SlideReader.qupath_frame`) QuPath's origin is the bounds'
+(:meth:`cellio.slides.SlideReader.qupath_frame`) QuPath's origin is the bounds'
 corner: adding it (``offset``) maps QuPath's frame to level-0 pixels.
 
 The filters, each moving what it leaves out to ``skipped`` with the reason:

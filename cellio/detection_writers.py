@@ -4,7 +4,7 @@ Both take the detections of one slide as
 :class:`~mmdet_pu.apis.slide_result.SlideResult` holds them: ``bboxes`` ``(N, 4)``
 ``x0, y0, x1, y1`` in QuPath's frame, ``scores``, ``labels`` indexing ``classes``,
 ``palette`` (one RGB colour per class), ``centres`` ``(N, 2)`` and the slide's ``path``.
-Both files are written atomically (:mod:`mmdet_pu.io.atomic`).
+Both files are written atomically (:mod:`cellio.atomic`).
 """
 import csv
 from pathlib import Path

@@ -2,10 +2,10 @@
 resolution (:func:`open_image_source`).
 
 Ordinary images (:data:`PLAIN_SUFFIXES`) are read by
-:class:`~mmdet_pu.io.images.LazyImageReader`; TIFFs and whole slides at level 0 by
-:func:`~mmdet_pu.io.slides.open_level_regions`, the reader of whole-slide inference,
+:class:`~cellio.images.LazyImageReader`; TIFFs and whole slides at level 0 by
+:func:`~cellio.slides.open_level_regions`, the reader of whole-slide inference,
 which also gives their resolution and QuPath's frame
-(:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`). Either reader opens its file on
+(:meth:`~cellio.slides.SlideReader.qupath_frame`). Either reader opens its file on
 the first read.
 """
 from dataclasses import dataclass

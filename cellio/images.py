@@ -11,7 +11,7 @@ through it, so a tile of a huge image costs memory of the order of the tile:
 * :class:`ImageFileReader` -- an ordinary image file (PNG, BMP, JPEG, small TIFF)
   decoded whole on the first read; grey is expanded to RGB, alpha dropped (the RGBA BMPs
   of CRCHistoPhenotypes);
-* :class:`~mmdet_pu.io.tiff.TiffRegionReader` -- only the strips or tiles of a TIFF that
+* :class:`~cellio.tiff.TiffRegionReader` -- only the strips or tiles of a TIFF that
   a region intersects (:func:`open_image` picks it for TIFFs);
 * :class:`LazyImageReader` -- defers :func:`open_image` to the first read, so a
   converter can describe thousands of images without holding their files open;
@@ -19,7 +19,7 @@ through it, so a tile of a huge image costs memory of the order of the tile:
   crop or with areas painted over.
 
 :func:`image_size` reads only the header. Whole slides (pyramids, OpenSlide formats) are
-read by :mod:`mmdet_pu.io.slides`.
+read by :mod:`cellio.slides`.
 """
 from pathlib import Path
 
@@ -125,7 +125,7 @@ def open_image(path, max_whole_pixels=MAX_WHOLE_PIXELS):
 
 class LazyImageReader:
     """A reader that opens ``path`` on the first read, with ``open_reader`` (default
-    :func:`open_image`; :func:`mmdet_pu.io.slides.open_level_regions` for level 0 of a
+    :func:`open_image`; :func:`cellio.slides.open_level_regions` for level 0 of a
     slide).
 
     ``close()`` releases the underlying reader (it is reopened if read again).
@@ -168,7 +168,7 @@ class MaskedReader:
         reader: any reader.
         areas: polygons in ``reader``'s pixels, each with ``bounds`` (``(x0, y0, x1,
             y1)``) and ``pixel_mask(x, y, w, h)`` (the pixels of a window whose centre
-            lies inside), e.g. :class:`~mmdet_pu.io.qupath.Region`.
+            lies inside), e.g. :class:`~cellio.qupath.Region`.
         fill: the value of the painted pixels (0..255).
     """
 

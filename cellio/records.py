@@ -45,7 +45,7 @@ def discard(path) -> None:
 
 def discard_partial_writes(path) -> None:
     """Remove the temporary siblings that atomic writes of ``path`` left when they were
-    killed (:func:`~mmdet_pu.io.atomic.atomic_open`'s ``.<name>.<random>.tmp``)."""
+    killed (:func:`~cellio.atomic.atomic_open`'s ``.<name>.<random>.tmp``)."""
     path = Path(path)
     if path.parent.is_dir():
         for entry in os.scandir(path.parent):

@@ -2,43 +2,63 @@
 
 Coordinates are 0-based pixels, ``x`` = column, ``y`` = row; boxes are ``[x, y, w, h]``.
 """
+import math
+
 import numpy as np
 
 
-def tile_origins(length, tile, overlap):
-    """Start offsets of tiles of size ``tile`` covering ``[0, length)``.
+#: An axis shorter than this many tiles is one tile (:func:`tile_spans`), so that an
+#: image barely larger than a tile is not cut in two.
+SINGLE_TILE_SPAN = 1.125
 
-    Tiles advance by ``tile - overlap``; the last tile is moved back so that it ends
-    flush with ``length`` (it then overlaps its neighbour more than ``overlap``). A
-    ``length <= tile`` gives the single tile ``[0]`` (that tile is ``length`` long).
 
-    >>> tile_origins(500, 250, 50)
-    [0, 200, 250]
-    >>> tile_origins(1376, 500, 100)
-    [0, 400, 800, 876]
+def tile_spans(length, tile, overlap):
+    """``[(start, size), ...]`` of tiles covering ``[0, length)`` along one axis.
+
+    As many tiles as tiles of ``tile`` pixels advancing by ``tile - overlap`` need to
+    cover the axis, ``ceil((length - overlap) / (tile - overlap))``, but spread evenly:
+    their sizes differ by at most a pixel and are at most ``tile``, and neighbours
+    overlap by exactly ``overlap``. No tile is moved back to end flush with the border
+    (it would overlap its neighbour by more than ``overlap``) and none is a sliver:
+    every tile has at least ``(tile + overlap) // 2`` pixels, and an axis shorter than
+    ``SINGLE_TILE_SPAN * tile`` is one tile of its length (the case of any ``length <=
+    tile``).
+
+    >>> tile_spans(1024, 256, 0)
+    [(0, 256), (256, 256), (512, 256), (768, 256)]
+    >>> tile_spans(337, 256, 0)
+    [(0, 169), (169, 168)]
+    >>> tile_spans(258, 256, 0)
+    [(0, 258)]
     """
     if tile <= 0:
         raise ValueError(f'tile size must be positive, got {tile}')
     if not 0 <= overlap < tile:
         raise ValueError(f'overlap must be in [0, tile={tile}), got {overlap}')
-    if length <= tile:
-        return [0]
-    stride = tile - overlap
-    origins = list(range(0, length - tile, stride))
-    origins.append(length - tile)
-    return origins
+    if length < SINGLE_TILE_SPAN * tile:
+        return [(0, length)]
+    count = math.ceil((length - overlap) / (tile - overlap))
+    base, longer = divmod(length + (count - 1) * overlap, count)
+    spans, start = [], 0
+    for k in range(count):
+        size = base + (k < longer)
+        spans.append((start, size))
+        start += size - overlap
+    return spans
 
 
 def tile_grid(width, height, tile, overlap):
-    """Tiles ``(x0, y0, w, h)`` covering a ``width x height`` image, row by row.
+    """Tiles ``(x0, y0, w, h)`` covering a ``width x height`` image, row by row: the
+    :func:`tile_spans` of each axis, so that no two tiles overlap by more than
+    ``overlap`` in either axis.
 
     ``tile=None`` means no tiling: one tile covering the whole image.
     """
     if tile is None:
         return [(0, 0, int(width), int(height))]
-    return [(x0, y0, min(tile, width), min(tile, height))
-            for y0 in tile_origins(height, tile, overlap)
-            for x0 in tile_origins(width, tile, overlap)]
+    return [(x0, y0, w, h)
+            for y0, h in tile_spans(height, tile, overlap)
+            for x0, w in tile_spans(width, tile, overlap)]
 
 
 def point_boxes(points_xy, box_size, width, height):

@@ -88,10 +88,11 @@ def test_tissue_mask_skips_the_blank_area(pyramid):
         model = BlobDetector()
         result = infer_slide(model, reader, tile_size=128, overlap=32, progress=False,
                              tissue=TissueMaskConfig(dilate=32))
-        # tile columns start at 0, 96, 192, 288, 384, 480, 512; rows at 0, 96, 192,
-        # 288, 352: the 3 columns right of x = 352 (glass) are skipped
-        assert (result.tiles_run, result.tiles_skipped) == (20, 15)
-        assert {x for level, x, _, _, _ in reader.reads if level == 0} == {0, 96, 192, 288}
+        # 7 tile columns of 118-119 px start at 0, 87, 174, 261, 348, 435, 522; 5 rows
+        # at 0, 90, 180, 270, 359: the 2 columns right of x = 352 (glass) are skipped
+        assert (result.tiles_run, result.tiles_skipped) == (25, 10)
+        assert {x for level, x, _, _, _ in reader.reads if level == 0} == \
+            {0, 87, 174, 261, 348}
         assert sorted(result.bboxes.tolist()) == cell_boxes()
         # the tissue share before the dilation: x < 320 of 640
         assert result.tissue_fraction == pytest.approx(20 / 40)
@@ -279,7 +280,8 @@ def test_test_pipeline_settings_are_honoured(pyramid):
     with open_slide(pyramid) as slide:
         result = infer_slide(model, slide, tile_size=128, overlap=32, tissue=None,
                              progress=False)
-    assert {shape for batch in model.batches for shape in batch} == {(256, 256)}
+    assert {shape for batch in model.batches for shape in batch} == {
+        (2 * h, 2 * w) for _, _, w, h in tile_grid(640, 480, 128, 32)}  # spread evenly
     assert np.allclose(sorted(result.bboxes.tolist()), cell_boxes(), atol=1)
 
 

@@ -64,11 +64,12 @@ def test_matlab_border_points_become_0_based(converted):
                 boxes[round(x + image['x0'], 6), round(y + image['y0'], 6),
                       image['x0'], image['y0']] = ann['bbox']
     assert boxes[0, 0, 0, 0] == [0, 0, 6, 6]  # MATLAB [1, 1]; 12 x 12 box clipped
-    assert boxes[WIDTH - 1, HEIGHT - 1, 150, 110] == [243, 243, 7, 7]  # [W, H]
+    # the 400 x 360 images: 2 x 2 tiles of 225 x 205 px at x0 0, 175 and y0 0, 155
+    assert boxes[WIDTH - 1, HEIGHT - 1, 175, 155] == [218, 198, 7, 7]  # [W, H]
     assert boxes[0, 9.2, 0, 0] == pytest.approx([0, 3.2, 6, 12])  # [0.7, 10.2]: snapped
-    assert boxes[WIDTH - 1.2, 4, 150, 0] == pytest.approx([242.8, 0, 7.2, 10])
+    assert boxes[WIDTH - 1.2, 4, 175, 0] == pytest.approx([217.8, 0, 7.2, 10])
     interior = [b for b in boxes.values() if b[0] > 0 and b[1] > 0 and
-                b[0] + b[2] < 250 and b[1] + b[3] < 250]
+                b[0] + b[2] < 225 and b[1] + b[3] < 205]
     assert interior and all(b[2:] == pytest.approx([12, 12]) for b in interior)
 
 
@@ -92,10 +93,10 @@ def test_rgba_bmp_is_written_as_rgb_tiles(converted):
         if image['source'] == source:
             x0, y0 = image['x0'], image['y0']
             offsets.add((x0, y0))
-            assert (image['width'], image['height']) == (250, 250)
+            assert (image['width'], image['height']) == (225, 205)
             assert np.array_equal(read_png(out, image['file_name']),
-                                  rgb[y0:y0 + 250, x0:x0 + 250])
-    assert offsets == {(0, 0), (150, 0), (0, 110), (150, 110)}
+                                  rgb[y0:y0 + 205, x0:x0 + 225])
+    assert offsets == {(0, 0), (175, 0), (0, 155), (175, 155)}
 
 
 def test_split_by_image_4_1_1_fixed_val_5_folds(converted):
@@ -166,6 +167,6 @@ def test_dataset_config_reads_the_converted_data(converted):
     for split, name in (('train', 'train'), ('val', 'val'), ('test', 'test_whole')):
         assert len(datasets[split]) == len(load_coco(out, name)[0])
     sample = datasets['test'][0]['data_samples']
-    assert sorted(sample.metainfo['tiles']) == [[0, 0, 250, 250], [0, 110, 250, 250],
-                                                [150, 0, 250, 250], [150, 110, 250, 250]]
+    assert sorted(sample.metainfo['tiles']) == [[0, 0, 225, 205], [0, 155, 225, 205],
+                                                [175, 0, 225, 205], [175, 155, 225, 205]]
     assert tuple(sample.metainfo['ori_shape']) == (HEIGHT, WIDTH)

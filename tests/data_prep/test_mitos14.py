@@ -75,13 +75,13 @@ def test_boxes_are_32px_centred_and_clipped_to_the_tile(converted):
     corner = [ann['bbox'] for image, ann in tile_annotations(out)
               if (image['x0'] + ann['point'][0], image['y0'] + ann['point'][1])
               == (WIDTH - 1, HEIGHT - 1)]
-    assert corner and all(b == [483, 483, 17, 17] for b in corner)  # tile (100, 60)
+    assert corner and all(b == [333, 543, 17, 17] for b in corner)  # tile (250, 0)
     left = [ann['bbox'] for image, ann in tile_annotations(out)
             if image['x0'] + ann['point'][0] == 0]
     assert left and all(b[0] == 0 and b[2] == 16 for b in left)
 
 
-def test_tiles_are_500px_with_overlap_100_and_match_the_raw_frame(converted):
+def test_tiles_overlap_by_100_px_and_match_the_raw_frame(converted):
     raw, truth, out, _ = converted
     frame = 'A05/frames/x40/A05_01Bc.tiff'
     pixels = tifffile.imread(raw / frame)
@@ -91,11 +91,13 @@ def test_tiles_are_500px_with_overlap_100_and_match_the_raw_frame(converted):
         for image in images.values():
             if image['source'] == frame:
                 tiles[image['x0'], image['y0']] = image
-    assert sorted(tiles) == [(0, 0), (0, 60), (100, 0), (100, 60)]
+    # 500 px tiles with overlap 100 on the 600 x 560 frame: two 350 px wide columns
+    # (spread evenly, sharing 100 px), one row (560 < 1.125 tiles)
+    assert sorted(tiles) == [(0, 0), (250, 0)]
     for (x0, y0), image in tiles.items():
-        assert (image['width'], image['height']) == (500, 500)
+        assert (image['width'], image['height']) == (350, 560)
         assert np.array_equal(read_png(out, image['file_name']),
-                              pixels[y0:y0 + 500, x0:x0 + 500])
+                              pixels[y0:y0 + 560, x0:x0 + 350])
 
 
 def test_test_whole_holds_complete_frames_with_tile_grid(converted):
@@ -109,8 +111,7 @@ def test_test_whole_holds_complete_frames_with_tile_grid(converted):
             image = images[image_id]
             assert (image['x0'], image['y0'], image['width'], image['height']) == \
                 (0, 0, WIDTH, HEIGHT)
-            assert image['tiles'] == [[0, 0, 500, 500], [100, 0, 500, 500],
-                                      [0, 60, 500, 500], [100, 60, 500, 500]]
+            assert image['tiles'] == [[0, 0, 350, 560], [250, 0, 350, 560]]
             assert sorted(cells) == sorted(truth[image['source']])
 
 
@@ -188,6 +189,5 @@ def test_dataset_config_reads_the_converted_data(converted):
     for split, name in (('train', 'train'), ('val', 'val'), ('test', 'test_whole')):
         assert len(datasets[split]) == len(load_coco(out, name)[0])
     sample = datasets['test'][0]['data_samples']
-    assert sample.metainfo['tiles'] == [[0, 0, 500, 500], [100, 0, 500, 500],
-                                        [0, 60, 500, 500], [100, 60, 500, 500]]
+    assert sample.metainfo['tiles'] == [[0, 0, 350, 560], [250, 0, 350, 560]]
     assert tuple(sample.metainfo['ori_shape']) == (HEIGHT, WIDTH)

@@ -179,7 +179,8 @@ def test_regions_are_written_with_the_raw_source_and_its_offsets(converted):
         (im['x0'], im['y0'], 400, 300) for im in images if im['source'] == 'B/b1.tif'}
     b1_tiles = {(im['x0'], im['y0']) for im in images
                 if im['source'] == 'B/b1.tif' and 'tiles' not in im}
-    assert b1_tiles == {(50, 50), (194, 50), (50, 94), (194, 94)}  # 256 px grid of the crop
+    # the 256 px grid of the 400x300 crop: 2 x 2 tiles of 200 x 150 px
+    assert b1_tiles == {(50, 50), (250, 50), (50, 200), (250, 200)}
     names = {im['file_name'] for im in images if im['source'] == 'A/a1.png'}
     assert all(re.fullmatch(r'(tiles|whole)/A/a1_x\d+_y\d+\.png', n) for n in names)
 

@@ -11,7 +11,7 @@ from cellio.tiff import TiffRegionReader
 from tests.data_prep.raw_fixtures import (MARK, config_datasets, load_coco, make_tupac,
                                           read_png, run_prepare, tree_state)
 
-WIDTH, HEIGHT = 1100, 900  # patches: x0 in {0, 500, 600}, y0 in {0, 400}
+WIDTH, HEIGHT = 1100, 900  # patches: x0 in {0, 367, 734}, y0 in {0, 450} (GRID)
 
 
 @pytest.fixture(scope='module')
@@ -66,20 +66,26 @@ def test_raw_counts_record_original_and_alternative_labels(converted):
         alternative_in_original=sum(int(t['in_original'].sum()) for t in truth.values()))
 
 
+#: The patches of a 1100 x 900 fixture image at 500 px without overlap: 3 x 2, spread
+#: evenly (mmdet_pu.io.tiling.tile_spans).
+GRID = [(x, y, w, 450) for y in (0, 450) for x, w in ((0, 367), (367, 367), (734, 366))]
+
+
 def test_500px_patches_without_overlap_and_without_empty_ones(converted):
     root, truth, out, _ = converted
     kept = patches(out)
     assert all(anns for _, anns in kept)  # no patch without cells
     for source, t in truth.items():
         offsets = {(im['x0'], im['y0']) for im, _ in kept if im['source'] == source}
-        assert offsets <= {(x, y) for x in (0, 500, 600) for y in (0, 400)}
+        assert offsets <= {(x, y) for x, y, _, _ in GRID}
         for x, y in t['alternative']:  # every cell's patch is there
-            assert any(x0 <= x < x0 + 500 and y0 <= y < y0 + 500 for x0, y0 in offsets)
+            assert any(x0 <= x < x0 + w and y0 <= y < y0 + h for x0, y0, w, h in GRID
+                       if (x0, y0) in offsets)
     image = next(im for im, _ in kept if im['source'] == 'mitoses_image_data_part_1/01/01.tif'
-                 and (im['x0'], im['y0']) == (600, 400))
+                 and (im['x0'], im['y0']) == (734, 450))
     raw_pixels = tifffile.imread(root / image['source'])
     assert np.array_equal(read_png(out, image['file_name']),
-                          raw_pixels[400:900, 600:1100])
+                          raw_pixels[450:900, 734:1100])
 
 
 def test_test_whole_lists_the_full_patch_grid(converted):
@@ -88,8 +94,7 @@ def test_test_whole_lists_the_full_patch_grid(converted):
     assert images
     for image in images.values():
         assert (image['width'], image['height']) == (WIDTH, HEIGHT)
-        assert sorted(map(tuple, image['tiles'])) == [
-            (x, y, 500, 500) for x in (0, 500, 600) for y in (0, 400)]
+        assert sorted(map(tuple, image['tiles'])) == sorted(GRID)
         cells = sorted(tuple(a['point']) for a in anns if a['image_id'] == image['id'])
         assert cells == sorted(map(tuple, truth[image['source']]['alternative']))
 
@@ -193,7 +198,7 @@ def test_dataset_config_reads_the_converted_data(converted):
     for split in ('train', 'val', 'test'):
         assert len(datasets[split]) == len(load_coco(out, split)[0])
     item = datasets['test'][0]
-    assert tuple(item['inputs'].shape) == (3, 500, 500)
+    assert tuple(item['inputs'].shape) in ((3, 450, 367), (3, 450, 366))
     assert len(item['data_samples'].gt_instances) > 0
 
 

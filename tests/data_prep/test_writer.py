@@ -45,7 +45,8 @@ def test_layout_tiles_annotations_and_whole_test_images(tmp_path):
     out = tmp_path / 'out'
     summary = write_dataset(out, ['mitosis'], iter(images), splits, tile=150, overlap=50,
                             box_size=32, progress=False)
-    # 300 x 200 with tile 150 / overlap 50: x0 in {0, 100, 150}, y0 in {0, 50}
+    # 300 x 200 with tile 150 / overlap 50: 3 x 2 tiles of 133-134 x 125 px, x0 in
+    # {0, 84, 167}, y0 in {0, 75}
     assert summary['tile_images'] == 6 * 6
     test_group = splits['folds'][0]['test'][0]
     whole = _load(out, 0, 'test_whole')
@@ -53,21 +54,21 @@ def test_layout_tiles_annotations_and_whole_test_images(tmp_path):
     entry = whole['images'][0]
     assert entry['file_name'] == f'whole/{test_group}/img{test_group[1]}.png'
     assert (entry['x0'], entry['y0'], entry['width'], entry['height']) == (0, 0, 300, 200)
-    assert entry['tiles'][:3] == [[0, 0, 150, 150], [100, 0, 150, 150], [150, 0, 150, 150]]
+    assert entry['tiles'][:3] == [[0, 0, 134, 125], [84, 0, 133, 125], [167, 0, 133, 125]]
     assert len(whole['annotations']) == 3
     assert whole['annotations'][1]['point'] == [150.0, 120.0]
     assert whole['annotations'][1]['bbox'] == [134.0, 104.0, 32.0, 32.0]
 
     train = _load(out, 0, 'train')
-    tile = next(im for im in train['images'] if (im['x0'], im['y0']) == (100, 50))
+    tile = next(im for im in train['images'] if (im['x0'], im['y0']) == (84, 75))
     anns = [a for a in train['annotations'] if a['image_id'] == tile['id']]
-    assert len(anns) == 1  # (150, 120) lies in tile x 100..250, y 50..200
-    assert anns[0]['point'] == [50.0, 70.0]
-    assert anns[0]['bbox'] == [34.0, 54.0, 32.0, 32.0]
+    assert len(anns) == 1  # (150, 120) lies in tile x 84..217, y 75..200
+    assert anns[0]['point'] == [66.0, 45.0]
+    assert anns[0]['bbox'] == [50.0, 29.0, 32.0, 32.0]
     assert anns[0]['score'] == 0.75
     png = cv2.imread(str(out / 'images' / tile['file_name']))[..., ::-1]
     source = next(im for im in images if im.source == tile['source'])
-    np.testing.assert_array_equal(png, source.reader.array[50:200, 100:250])
+    np.testing.assert_array_equal(png, source.reader.array[75:200, 84:217])
     assert all(im.reader.closed for im in images)
     # whole images are read only for the test image
     assert sum((0, 0, 300, 200) in im.reader.regions for im in images) == 1

@@ -1,38 +1,80 @@
+import itertools
+
 import numpy as np
 import pytest
 
-from cellio.tiling import crop_to_tile, point_boxes, tile_grid, tile_origins
+from cellio.tiling import crop_to_tile, point_boxes, tile_grid, tile_spans
 
 
 @pytest.mark.parametrize('length, tile, overlap, expected', [
-    (500, 250, 50, [0, 200, 250]),         # CRCHisto 500 px, 250 tiles, overlap 50
-    (1376, 500, 100, [0, 400, 800, 876]),  # MITOS x40 frame height
-    (2000, 500, 0, [0, 500, 1000, 1500]),  # TUPAC, exact fit, no overlap
-    (512, 256, 0, [0, 256]),
-    (300, 500, 100, [0]),                  # smaller than a tile: one short tile
-    (500, 500, 100, [0]),
+    (500, 250, 50, [(0, 200), (150, 200), (300, 200)]),  # CRCHisto 500 px: 3 tiles
+    (1376, 500, 100, [(0, 419), (319, 419), (638, 419), (957, 419)]),  # MITOS x40 height
+    (1539, 500, 100, [(0, 460), (360, 460), (720, 460), (1080, 459)]),  # a pixel less
+    (2000, 500, 0, [(0, 500), (500, 500), (1000, 500), (1500, 500)]),  # exact fit
+    (512, 256, 0, [(0, 256), (256, 256)]),
+    (337, 256, 0, [(0, 169), (169, 168)]),    # was 0 and 81: 175 px shared
+    (258, 256, 0, [(0, 258)]),                # was 0 and 2: one tile, no sliver
+    (287, 256, 0, [(0, 287)]),                # under 1.125 tiles: one tile
+    (288, 256, 0, [(0, 144), (144, 144)]),    # 1.125 tiles: two halves
+    (256, 128, 32, [(0, 107), (75, 107), (150, 106)]),
+    (300, 500, 100, [(0, 300)]),              # smaller than a tile: one short tile
+    (500, 500, 100, [(0, 500)]),
 ])
-def test_tile_origins(length, tile, overlap, expected):
-    origins = tile_origins(length, tile, overlap)
-    assert origins == expected
-    assert origins[-1] + min(tile, length) == length          # last tile flush
-    assert all(b - a <= tile - overlap for a, b in zip(origins, origins[1:]))
+def test_tile_spans(length, tile, overlap, expected):
+    spans = tile_spans(length, tile, overlap)
+    assert spans == expected
+    assert spans[0][0] == 0 and spans[-1][0] + spans[-1][1] == length  # all covered
+    sizes = [size for _, size in spans]
+    assert max(sizes) - min(sizes) <= 1
+    assert len(spans) == 1 or (tile + overlap) // 2 <= min(sizes) <= max(sizes) <= tile
+    for (a, size), (b, _) in zip(spans, spans[1:]):
+        assert a + size - b == overlap                            # overlap as asked
 
 
 @pytest.mark.parametrize('tile, overlap', [(0, 0), (100, 100), (100, -1)])
-def test_tile_origins_rejects_bad_settings(tile, overlap):
+def test_tile_spans_rejects_bad_settings(tile, overlap):
     with pytest.raises(ValueError):
-        tile_origins(500, tile, overlap)
+        tile_spans(500, tile, overlap)
+
+
+def _excess_overlaps(grid, overlap):
+    """The pairs of tiles of ``grid`` that overlap by more than ``overlap`` along an axis
+    on which they start at different places."""
+    excess = []
+    for a, b in itertools.combinations(grid, 2):
+        for axis in (0, 1):
+            shared = min(a[axis] + a[axis + 2], b[axis] + b[axis + 2]) - max(a[axis], b[axis])
+            if a[axis] != b[axis] and shared > overlap:
+                excess.append((a, b))
+    return excess
+
+
+def test_tile_grid_of_an_image_barely_larger_than_a_tile():
+    # was (0,0), (81,0), (0,2), (81,2): four near-identical tiles 2 px apart
+    assert tile_grid(337, 258, 256, 0) == [(0, 0, 169, 258), (169, 0, 168, 258)]
+    assert tile_grid(337, 258, 256, 32) == [(0, 0, 185, 258), (153, 0, 184, 258)]
+
+
+@pytest.mark.parametrize('width, height, tile, overlap', [
+    (337, 258, 256, 0), (337, 258, 256, 32), (1539, 1376, 500, 100), (500, 500, 250, 50),
+    (1000, 700, 256, 64), (2000, 2000, 500, 0), (100, 900, 256, 16)])
+def test_tile_grid_covers_without_excess_overlap(width, height, tile, overlap):
+    grid = tile_grid(width, height, tile, overlap)
+    covered = np.zeros((height, width), np.int64)
+    for x0, y0, w, h in grid:
+        assert x0 + w <= width and y0 + h <= height
+        assert w < 1.125 * tile and h < 1.125 * tile
+        covered[y0:y0 + h, x0:x0 + w] += 1
+    assert covered.min() == 1                      # every pixel, at most 4 tiles deep
+    assert covered.max() <= (4 if overlap else 1)
+    assert _excess_overlaps(grid, overlap) == []   # in x and in y
 
 
 def test_tile_grid_covers_image_row_by_row():
     grid = tile_grid(1539, 1376, 500, 100)
     assert len(grid) == 4 * 4
-    assert grid[0] == (0, 0, 500, 500) and grid[3] == (1039, 0, 500, 500)
-    covered = np.zeros((1376, 1539), bool)
-    for x0, y0, w, h in grid:
-        covered[y0:y0 + h, x0:x0 + w] = True
-    assert covered.all()
+    assert grid[0] == (0, 0, 460, 419) and grid[3] == (1080, 0, 459, 419)
+    assert grid[-1] == (1080, 957, 459, 419)
     assert tile_grid(300, 200, None, 0) == [(0, 0, 300, 200)]
     assert tile_grid(300, 200, 500, 100) == [(0, 0, 300, 200)]
 

@@ -2,7 +2,8 @@
 (docs/method.md#tiled-inference).
 
 The dataloader yields whole images. Each one is cut into ``tile_size`` windows (stride
-``tile_size - overlap``, last window flush with the border), the windows are run through
+``tile_size - overlap``, spread evenly so that neighbours overlap by ``overlap``:
+:func:`~mmdet_pu.io.tiling.tile_spans`), the windows are run through
 the model's ``test_step`` (its data preprocessor normalises and pads every tile, so a
 plain checkpoint is used unchanged), the boxes are shifted back to image coordinates,
 each tile keeps the detections centred in its core (the tile less half the overlap

@@ -8,6 +8,9 @@ images they annotate.
 * :func:`instances` -- each id's bounding box, centre point and area;
 * :func:`id_pieces`, :func:`check_instance_ids` -- the 8-connected pieces of each id, and
   the refusal of binary or semantic masks (two pieces per id or more);
+* :func:`read_type_image`, :func:`instance_types` -- a type image (one class number per
+  pixel, 0 = background: CoNSeP, Lizard, PanNuke, HoVer-Net) and the type of each
+  instance, the one most of its typed pixels have;
 * :func:`read_intensity_image` -- an 8-bit RGB view of a grey or colour image of any bit
   depth (images of more than 8 bits, or every image, stretched between two percentiles).
 
@@ -189,6 +192,54 @@ def check_instance_ids(path, ids: np.ndarray) -> int:
             'nucleus, 0 for background). Convert it first, e.g. label its connected '
             'components with scipy.ndimage.label or skimage.measure.label')
     return in_pieces
+
+
+def read_type_image(path, n_types: int) -> np.ndarray:
+    """The (H, W) ``int64`` types of a type image: 0 = background (or untyped), ``k`` =
+    the ``k``-th class, ``1 <= k <= n_types``; an 8/16/32-bit grey or palette PNG or
+    TIFF.
+
+    Raises:
+        ValueError: not one integer per pixel, a negative type or one above ``n_types``
+            (naming the file, the value, a pixel holding it and the expected range).
+    """
+    path = Path(path)
+    array = _read_array(path)
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f'{path}: type image of {array.dtype} values and shape '
+                         f'{array.shape}; expected one integer type per pixel (a grey or '
+                         'palette PNG or TIFF, 0 = background)')
+    types = array.astype(np.int64)
+    bad = (types < 0) | (types > n_types)
+    if bad.any():
+        y, x = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(f'{path}: type {types[y, x]} at pixel (x={x}, y={y}); expected '
+                         f'0..{n_types} (0 = background, k = the k-th of the '
+                         f'{n_types} class name(s)): give a name for every type')
+    return types
+
+
+def instance_types(ids: np.ndarray, types: np.ndarray,
+                   n_types: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(type, share)`` of every non-zero id of ``ids``, in increasing id order (as
+    :func:`instances`), from the type image ``types`` of the same size.
+
+    Each pixel of an instance votes for its type; background pixels (type 0) do not
+    vote. The type is the one with most votes, ties going to the lower type; ``share``
+    is its votes over all votes (``< 0.5``: a mixed nucleus, whose type holds no
+    majority). An instance without a typed pixel has type 0 and share 0.
+    """
+    labels = np.unique(ids)
+    labels = labels[labels != 0]
+    inside = ids > 0
+    index = np.searchsorted(labels, ids[inside])
+    votes = np.bincount(index * (n_types + 1) + types[inside],
+                        minlength=len(labels) * (n_types + 1)).reshape(-1, n_types + 1)
+    votes[:, 0] = 0
+    best = votes.argmax(axis=1)  # the first of equal counts: the lower type; none: 0
+    total = votes.sum(axis=1)
+    share = votes[np.arange(len(labels)), best] / np.maximum(total, 1)
+    return best, share
 
 
 def check_percentiles(low: float, high: float) -> Tuple[float, float]:

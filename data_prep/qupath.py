@@ -68,19 +68,36 @@ whole match, searched in the image path, is the slide key); when there are too f
 images (or slides) for the split, its regions are split instead, with a warning. A run
 that writes no cell is an error that names every file and what became of its features.
 
+Resolution (:mod:`data_prep.scaling`). ``--scale F``, ``--target-mpp T`` (each image by
+its own micrometres per pixel, or ``--mpp M``, over ``T``) or ``--nucleus-size PX``
+resample the written images, their points and boxes; the export's coordinates and the
+options about it (``--box-size``, ``--max-cell-size``, ``--derive-regions``) stay in the
+source's pixels, ``--tile`` and ``--overlap`` are pixels of the written images. Image
+entries carry ``scale`` and the resampled ``mpp``.
+
 Report (:mod:`data_prep.qupath_report`): for each export the features by object type
 and what became of each (``cell: <class>``, ``region``, ``ignored area``, ``skipped:
 <reason>``; a multi-point counts one object per point) is printed and written to
-``OUT/qupath_report.json``.
+``OUT/qupath_report.json``, with the nuclei's box sides after resampling (``sizes``,
+:func:`~data_prep.scaling.size_report`: a warning when their median does not suit the
+models). Regions that lie wholly outside their image are named, with their extents and
+distance, in a warning and in the error of a split left with too few regions.
 """
+import dataclasses
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Optional
+
+import numpy as np
 
 from data_prep.points import check_points_inside, read_point_table
 from data_prep.qupath_crops import source_images, split_by_region_if_needed
 from data_prep.qupath_report import (REPORT_FILE, no_cell_message, raw_counts,
                                      report_lines, totals)
+from data_prep.scaling import (add_scale_arguments, box_sides, image_scale,
+                               nucleus_scale, rescale, size_line, size_report)
 from data_prep.splits import compile_group_regex, group_of, split_groups
 from data_prep.writer import add_common_arguments, command_options, write_dataset
 from cellio.atomic import AtomicOutput, write_json_atomic
@@ -104,6 +121,7 @@ CSV_ROW = 'csv row'
 def add_arguments(parser):
     """Options of ``prepare.py qupath``."""
     add_common_arguments(parser, tile=256, overlap=0, box_size=32, n_folds=1)
+    add_scale_arguments(parser, mpp_from_images=True)
     parser.add_argument('--csv', type=Path, default=None,
                         help='CSV of points (header image,x,y[,class]; image relative to '
                              '--src) instead of the QuPath exports')
@@ -156,12 +174,15 @@ class Annotated:
         content: its cells, regions, ignored areas and skipped features, in level-0
             pixels.
         report: what became of each object (:func:`~data_prep.qupath_crops.source_images`).
+        outside: the regions of the export that lie wholly outside the image
+            (:func:`regions_outside`), ``None`` when none does.
     """
     source: str
     display: str
     image: ImageSource
     content: QuPathFile
     report: dict = field(default_factory=dict)
+    outside: Optional[str] = None
 
 
 def read_exports(src, args, requested, regions):
@@ -180,13 +201,13 @@ def read_exports(src, args, requested, regions):
                 max_cell_size=args.max_cell_size,
                 unclassified_polygons=args.unclassified_polygons, plane=plane,
                 display=display)
-            place_on_image(content, image, display, source)
+            outside = place_on_image(content, image, display, source)
         except AmbiguousClassError as err:
             ambiguous.append(err)
             continue
         except PlaneError as err:
             raise ValueError(err.message(PLANE_OPTION)) from err
-        annotated.append(Annotated(source, display, image, content))
+        annotated.append(Annotated(source, display, image, content, outside=outside))
     if ambiguous:
         raise ValueError(ambiguity_message(ambiguous, args.max_cell_size))
     if not annotated:
@@ -196,7 +217,9 @@ def read_exports(src, args, requested, regions):
 
 
 def place_on_image(content, image, display, source):
-    """Keep what lies on QuPath's image of ``image``, in level-0 pixels.
+    """Keep what lies on QuPath's image of ``image``, in level-0 pixels; returns the
+    message of :func:`regions_outside` (also a warning and a note of the file) when
+    some regions lie wholly outside the image, else ``None``.
 
     Raises:
         ValueError: every region of the export lies outside the image
@@ -205,9 +228,36 @@ def place_on_image(content, image, display, source):
     """
     size = image.frame[2:]
     check_regions_on_image(content, size, display, source)
+    outside = regions_outside(content, size, display, source)
+    if outside is not None:
+        content.notes.append(outside)
+        warnings.warn(outside, stacklevel=2)
     drop_outside(content, size)
     shift(content, *image.frame[:2])
     check_first_plane(content, display)
+    return outside
+
+
+def regions_outside(content, size, display, source):
+    """A message naming the regions of the export that lie wholly outside QuPath's
+    ``width x height`` image, each with its extent and how far beyond the image it
+    lies, or ``None`` when none does (they are left out of the crops)."""
+    width, height = size
+    image = (0, 0, width, height)
+    far = [region for region in content.regions
+           if not box_meets_image(region.bounds, width, height)]
+    if not far:
+        return None
+    described = []
+    for region in far:
+        x0, y0, x1, y1 = region.bounds
+        dx, dy = box_gap(region.bounds, image)
+        described.append(f'feature {region.feature} (x {x0:g}..{x1:g}, y {y0:g}..{y1:g}: '
+                         f'{dx:g} px beyond it in x, {dy:g} px in y)')
+    return (f'{display}: {len(far)} of its {len(content.regions)} region(s) lie outside '
+            f'the {width}x{height} image {source} and are left out: '
+            f'{"; ".join(described)}; is {display} the export of {source}? (a slide with '
+            'openslide.bounds-*: see --frame)')
 
 
 def check_regions_on_image(content, size, display, source):
@@ -355,12 +405,14 @@ def prepare(args):
     written = sum(len(image.labels) for image in images)
     if written == 0:
         raise ValueError(no_cell_message(annotated, classes))
-    split_by_region_if_needed(images, args.n_folds)
+    images, sizes = resample_images(images, args)
+    split_by_region_if_needed(images, args.n_folds,
+                              [entry.outside for entry in annotated if entry.outside])
     splits = split_groups([image.group for image in images], ratios=(4, 1, 1),
                           seed=args.seed, n_folds=args.n_folds)
     report = dict(files=[entry.report for entry in annotated], totals=totals(annotated),
                   classes=classes, colors={n: list(c) for n, c in colors.items()},
-                  unused_files=unused, images_without_export=without_export)
+                  unused_files=unused, images_without_export=without_export, sizes=sizes)
     counts = raw_counts(annotated, images, unused, without_export, classes)
     protect = [args.src] + ([args.csv] if args.csv is not None else [])
     with AtomicOutput(args.out, overwrite=args.overwrite, protect=protect) as tmp:
@@ -368,15 +420,39 @@ def prepare(args):
             tmp, classes, images, splits, tile=args.tile or None, overlap=args.overlap,
             box_size=args.box_size, drop_empty_tiles=args.drop_empty_tiles,
             src=args.src, total=len(images), progress=args.progress,
-            options=command_options(args))
+            options=dict(command_options(args), applied_scale=sizes['scale']))
         add_category_colors(tmp, colors)
         write_json_atomic(Path(tmp) / REPORT_FILE, report, indent=1)
-    summary.update(raw=counts, colors=report['colors'], report=report)
+    summary.update(raw=counts, colors=report['colors'], report=report, sizes=sizes)
     print('\n'.join(report_lines(annotated)))
     if unused:
         print(f'unused (no image of that name): {", ".join(unused)}')
     print('raw: ' + ', '.join(f'{k}={v}' for k, v in counts.items() if k != 'per_class'))
     print('classes: ' + ', '.join(f'{name}={counts["per_class"][name]} (rgb {colors[name]})'
                                   for name in classes))
+    print(size_line(sizes))
+    if sizes['warning']:
+        print(f'warning: {sizes["warning"]}')
     print(f'report: {Path(args.out) / REPORT_FILE}')
     return summary
+
+
+def resample_images(images, args):
+    """``(images, sizes)``: every :class:`~data_prep.writer.SourceImage` with its
+    ``--mpp`` (else its own) resampled by its factor
+    (:func:`~data_prep.scaling.image_scale`; ``--nucleus-size`` measures the cells of
+    all images first), and the :func:`~data_prep.scaling.size_report` of their cells.
+    """
+    measured = None
+    if args.nucleus_size is not None:
+        sides = [box_sides(image.cell_boxes(args.box_size)) for image in images]
+        measured = nucleus_scale(np.concatenate(sides), args.nucleus_size)
+    resampled, scales = [], []
+    for image in images:
+        mpp = args.mpp or image.mpp
+        scale = image_scale(args, mpp, image.source, measured)
+        resampled.append(rescale(dataclasses.replace(image, mpp=mpp), scale,
+                                 args.box_size))
+        scales.append(scale)
+    sides = [box_sides(image.cell_boxes(args.box_size)) for image in resampled]
+    return resampled, size_report(np.concatenate(sides), scales)

@@ -145,18 +145,21 @@ def source_images(entry, classes, unclassified_label, group, derive_margin):
     return images
 
 
-def split_by_region_if_needed(images, n_folds):
+def split_by_region_if_needed(images, n_folds, outside=()):
     """Give each crop its own group when the images (or slides) are too few for the
-    split but their crops are not; a warning says so."""
+    split but their crops are not; a warning says so. ``outside``: the messages of
+    regions left out because they lie outside their image, the first cause named when
+    too few regions remain."""
     needed = 3 if n_folds == 1 else n_folds + 1
     groups = {image.group for image in images}
     if len(groups) >= needed:
         return
     if len(images) < needed:
-        raise ValueError(f'{len(images)} annotated region(s) in {len(groups)} group(s) '
-                         f'are too few for the split (it needs {needed}: a train, a val and '
-                         'a test group per fold); draw more regions in QuPath (or use '
-                         '--derive-regions) or annotate more images')
+        cause = ''.join(f'{message}; ' for message in outside)
+        raise ValueError(f'{cause}{len(images)} annotated region(s) in {len(groups)} '
+                         f'group(s) are too few for the split (it needs {needed}: a train, '
+                         'a val and a test group per fold); draw more regions in QuPath '
+                         '(or use --derive-regions) or annotate more images')
     for image in images:
         x, y = image.origin or (0, 0)
         image.group = f'{image.source}@x{x}_y{y}'

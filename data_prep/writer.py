@@ -28,7 +28,8 @@ One per whole raw image::
         boxes=None,                             # (N, 4) [x, y, w, h]; or None
         extra={'score': [0.8, 1.0]},            # per-annotation fields, each length N
         mpp=0.2455,                             # micrometres per pixel, None if unknown
-        origin=None)                            # (X, Y) of a part of the source, below
+        origin=None,                            # (X, Y) of a part of the source, below
+        scale=1.0)                              # resampled by it from the source
 
 * Give ``points`` (point-annotated data: the writer makes ``box_size`` boxes centred on
   them, clipped to the image) or ``boxes`` (box-annotated data, clipped to the image), or
@@ -45,6 +46,10 @@ One per whole raw image::
   ``source`` at its top-left corner; ``reader``, ``width``, ``height``, ``points`` and
   ``boxes`` are then those of the part. Several parts of one source may be given (each
   ``(source, origin)`` once); ``None`` means the whole source.
+* ``scale``: the image was resampled by this factor from ``source``
+  (:func:`data_prep.scaling.rescale`): ``width``, ``height``, ``points``, ``boxes`` and
+  ``mpp`` are those of the resampled image, ``origin`` stays in level-0 pixels of
+  ``source``.
 
 Writing
 -------
@@ -72,7 +77,9 @@ Output (``OUT``)
   entries carry ``source``, ``x0``, ``y0`` (the image's top-left pixel in ``source``,
   level-0 pixels: a pixel ``(x, y)`` of the image is ``(x0 + x, y0 + y)`` of the
   source), ``width``, ``height`` (and ``mpp``, the source's micrometres per pixel, when
-  the converter knows it); annotations
+  the converter knows it) and ``scale`` (the factor the image was resampled by from
+  ``source``, when not 1: a pixel ``(x, y)`` of the image is then ``(x0 + x / scale,
+  y0 + y / scale)`` of the source); annotations
   ``bbox`` (clipped to the tile), ``category_id``, ``point`` (tile coordinates, when
   points were given) and the ``extra`` fields. A cell belongs to every tile containing
   its point (box centre without points);
@@ -116,6 +123,7 @@ class SourceImage:
     extra: dict = field(default_factory=dict)
     mpp: Optional[float] = None
     origin: Optional[Tuple[int, int]] = None
+    scale: float = 1.0
 
     def __post_init__(self):
         path = PurePosixPath(self.source)
@@ -157,6 +165,8 @@ class SourceImage:
                 raise ValueError(f'{self.source}: origin {tuple(self.origin)} must be '
                                  'non-negative level-0 pixels')
             self.origin = (x, y)
+        if not float(self.scale) > 0:
+            raise ValueError(f'{self.source}: scale must be positive, got {self.scale!r}')
         if self.mpp is not None and not float(self.mpp) > 0:
             raise ValueError(f'{self.source}: mpp (micrometres per pixel) must be '
                              f'positive, got {self.mpp!r}')
@@ -348,7 +358,8 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
         if (x0, y0, w, h) == (0, 0, image.width, image.height):
             file_name = whole_name
         else:
-            file_name = f'tiles/{stem}_x{ox + x0}_y{oy + y0}.png'
+            sx, sy = _in_source(image, x0, y0)
+            file_name = f'tiles/{stem}_x{sx}_y{sy}.png'
             write_image_atomic(Path(root) / 'images' / file_name,
                                image.reader.read_region(x0, y0, w, h))
             counts['tile_images'] += 1
@@ -361,12 +372,20 @@ def _write_image(root, image, fold_splits, builders, tile, overlap, box_size,
                  tiles=[list(t) for t in grid])
 
 
+def _in_source(image, x, y):
+    """The level-0 pixel of ``image.source`` at the pixel ``(x, y)`` of ``image``."""
+    ox, oy = image.origin or (0, 0)
+    return ox + round(x / image.scale), oy + round(y / image.scale)
+
+
 def _add(builder, image, file_name, tile, keep, points, boxes, **image_extra):
     x0, y0, w, h = tile
-    ox, oy = image.origin or (0, 0)
     if image.mpp is not None:
         image_extra['mpp'] = float(image.mpp)
-    image_id = builder.add_image(file_name, w, h, image.source, x0=ox + x0, y0=oy + y0,
+    if image.scale != 1:
+        image_extra['scale'] = float(image.scale)
+    sx, sy = _in_source(image, x0, y0)
+    image_id = builder.add_image(file_name, w, h, image.source, x0=sx, y0=sy,
                                  **image_extra)
     for j, i in enumerate(keep):
         builder.add_annotation(

@@ -78,7 +78,8 @@ def slide_weight(path, settings: CohortSettings) -> float:
         with open_slide(path) as reader, warnings.catch_warnings():
             warnings.simplefilter('ignore', ResolutionWarning)
             (_, _, w, h), roi, _ = level0_roi(reader, settings.roi, settings.use_bounds)
-            plan = plan_resolution(reader, settings.target_mpp, settings.level)
+            plan = plan_resolution(reader, settings.target_mpp, settings.level,
+                                   scale=settings.scale)
             area = float(w * h)
             if settings.tissue is not None:
                 downsamples = reader.level_downsamples

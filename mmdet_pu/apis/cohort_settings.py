@@ -19,7 +19,10 @@ FRAMES = ('bounds', 'level0')
 class CohortSettings:
     """The inference settings of every slide (the arguments of
     :func:`~mmdet_pu.apis.slide.infer_slide`). ``target_mpp`` is the resolution the
-    model sees (resolved: a number, or ``None`` to read ``level`` as it is).
+    model sees (resolved: a number, or ``None`` to read ``level`` as it is); ``scale``
+    the factor the training images were resampled by from their sources, applied where
+    ``target_mpp`` or a slide's resolution is unknown
+    (:func:`~.resolution.plan_resolution`).
 
     ``frame`` is QuPath's frame of ``roi`` and of the outputs
     (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`): ``'bounds'``, level 0 less
@@ -38,6 +41,7 @@ class CohortSettings:
     nms_iou: float = 0.3
     class_agnostic: bool = False
     tissue: Optional[TissueMaskConfig] = field(default_factory=TissueMaskConfig)
+    scale: Optional[float] = None
 
     def __post_init__(self):
         if self.frame not in FRAMES:
@@ -56,9 +60,12 @@ class CohortSettings:
         return dict(kwargs, use_bounds=self.use_bounds)
 
     def as_dict(self) -> dict:
-        """JSON-ready dict (the tissue settings as a dict or ``None``)."""
+        """JSON-ready dict (the tissue settings as a dict or ``None``; ``scale`` only
+        when set, so that the runs before it keep their fingerprint)."""
         out = asdict(self)
         out['roi'] = None if self.roi is None else list(self.roi)
+        if self.scale is None:
+            del out['scale']
         return out
 
 
@@ -66,19 +73,21 @@ def model_settings(model, checkpoint, target_mpp=None, tile_size=None, nms_iou=N
                    **settings) -> CohortSettings:
     """The :class:`CohortSettings` of ``model`` (loaded from ``checkpoint``): ``settings``
     with ``target_mpp`` defaulting to the model's training resolution
-    (``dataset_meta['mpp']``; process 0 warns when it is unknown), ``tile_size`` and
-    ``nms_iou`` to the config's (:func:`~.slide_model.slide_defaults`, which also gives
-    ``class_agnostic``)."""
+    (``dataset_meta['mpp']``), ``scale`` to its training images' resampling factor
+    (``dataset_meta['scale']``; process 0 warns when both are unknown), ``tile_size``
+    and ``nms_iou`` to the config's (:func:`~.slide_model.slide_defaults`, which also
+    gives ``class_agnostic``)."""
     target_mpp = target_mpp or model.dataset_meta.get('mpp')
+    scale = model.dataset_meta.get('scale')
     rank, _ = get_dist_info()
-    if target_mpp is None and rank == 0:
+    if target_mpp is None and scale is None and rank == 0:
         warnings.warn(f'{checkpoint}: the training resolution is unknown (no mpp '
                       "in the checkpoint's dataset_meta nor in the config's metainfo); "
                       f'slides are read at level {settings.get("level") or 0} as they '
                       'are; set --target-mpp to resample them')
     defaults = slide_defaults(model.cfg)
     return CohortSettings(
-        target_mpp=target_mpp, tile_size=tile_size or defaults['tile_size'],
+        target_mpp=target_mpp, scale=scale, tile_size=tile_size or defaults['tile_size'],
         nms_iou=defaults['nms_iou'] if nms_iou is None else nms_iou,
         class_agnostic=defaults['class_agnostic'], **settings)
 

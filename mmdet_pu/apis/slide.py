@@ -59,7 +59,8 @@ def infer_slide(model, slide, roi=None, level=None,
                 target_mpp: Union[float, str, None] = 'model', tile_size=512, overlap=64,
                 batch_size=8, score_thr=0.5, nms_iou=0.3, class_agnostic=False,
                 tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
-                progress=True, use_bounds=True) -> SlideResult:
+                progress=True, use_bounds=True,
+                scale: Union[float, str, None] = 'model') -> SlideResult:
     """Detect the cells of a slide region (the steps: module doc).
 
     Args:
@@ -76,6 +77,11 @@ def infer_slide(model, slide, roi=None, level=None,
             ``'model'`` for ``model.dataset_meta['mpp']``, a number, or ``None`` to read
             ``level`` as it is. Tiles are resampled to it when the slide states its
             resolution.
+        scale: the factor the model's training images were resampled by from their
+            sources (``prepare.py masks|qupath --scale``): ``'model'`` for
+            ``model.dataset_meta['scale']``, a number, or ``None``. Where ``target_mpp``
+            or the slide's resolution is unknown, the slide is resampled by it (as an
+            image of the kind the training images came from).
         tile_size, overlap: windows in pixels of the model's input resolution (before
             the pipeline's resize): of ``target_mpp``, or of ``level`` without one.
         batch_size: tiles per forward pass.
@@ -95,12 +101,13 @@ def infer_slide(model, slide, roi=None, level=None,
     meta = getattr(model, 'dataset_meta', None) or {}
     classes = tuple(meta.get('classes', ('cell', )))
     palette = list(meta.get('palette') or [default_color(name) for name in classes])
-    target_mpp = _model_resolution(target_mpp, meta)
+    target_mpp = _model_resolution(target_mpp, meta, 'mpp')
+    scale = _model_resolution(scale, meta, 'scale')
     with contextlib.ExitStack() as stack:
         reader = slide if isinstance(slide, SlideReader) \
             else stack.enter_context(open_slide(slide))
         roi, region, origin = level0_roi(reader, roi, use_bounds)
-        plan = plan_resolution(reader, target_mpp, level)
+        plan = plan_resolution(reader, target_mpp, level, scale=scale)
         windows = tile_windows(reader, region, plan, tile_size, overlap)
         tiles, mask = tissue_tiles(reader, region, plan.level, windows, tissue)
         steps, fuse = prediction_steps(model)
@@ -126,14 +133,15 @@ def infer_slide(model, slide, roi=None, level=None,
         target_mpp=plan.target_mpp, resample=plan.resample, origin=origin)
 
 
-def _model_resolution(target_mpp, meta):
-    """``target_mpp``, the model's training resolution for ``'model'``."""
-    if not isinstance(target_mpp, str):
-        return target_mpp
-    if target_mpp != 'model':
-        raise ValueError(f"target_mpp must be a number, 'model' or None, got "
-                         f'{target_mpp!r}')
-    return meta.get('mpp')
+def _model_resolution(value, meta, key):
+    """``value``, or for ``'model'`` the model's ``dataset_meta[key]`` (``'mpp'``: the
+    training resolution, ``'scale'``: the training images' resampling factor)."""
+    if not isinstance(value, str):
+        return value
+    if value != 'model':
+        name = 'target_mpp' if key == 'mpp' else key
+        raise ValueError(f"{name} must be a number, 'model' or None, got {value!r}")
+    return meta.get(key)
 
 
 def tile_windows(reader: SlideReader, region, plan: ResolutionPlan, tile_size, overlap):

@@ -73,7 +73,8 @@ def slide_dataset_meta(cfg, checkpoint_meta) -> dict:
     mmdet's COCO classes when it has none), else ``class<i>``; classes without a
     palette entry get the GeoJSON writer's stable colour of their name
     (:func:`~mmdet_pu.io.qupath.default_color`); ``mpp``, the training resolution
-    (:func:`training_mpp`, ``None`` if unknown).
+    (:func:`training_mpp`, ``None`` if unknown), and ``scale``, the factor the training
+    images were resampled by from their sources (the same way, ``None`` if unknown).
 
     Raises:
         ValueError: the classes do not match the model's ``num_classes``.
@@ -88,7 +89,8 @@ def slide_dataset_meta(cfg, checkpoint_meta) -> dict:
                          f'but {key} is {num_classes}')
     palette = [tuple(int(v) for v in palette[i]) if i < len(palette)
                else default_color(name) for i, name in enumerate(classes)]
-    return dict(classes=classes, palette=palette, mpp=training_mpp(cfg, checkpoint_meta))
+    return dict(classes=classes, palette=palette, mpp=training_mpp(cfg, checkpoint_meta),
+                scale=training_mpp(cfg, checkpoint_meta, 'scale'))
 
 
 def classifier_classes(model_cfg) -> tuple:
@@ -107,22 +109,22 @@ def classifier_classes(model_cfg) -> tuple:
     return num_classes, (f'{key}.num_classes' if num_classes is not None else None)
 
 
-def training_mpp(cfg, checkpoint_meta) -> Optional[float]:
+def training_mpp(cfg, checkpoint_meta, key='mpp') -> Optional[float]:
     """The training resolution (micrometres per pixel): the checkpoint's
     ``dataset_meta['mpp']`` (the training set's metainfo: its images' ``mpp`` or the
     config's ``metainfo.mpp`` at training time), else ``mpp`` of the config's train,
     then test dataset ``metainfo``, then its top-level ``metainfo``; ``None`` if none
-    says."""
+    says. ``key='scale'``: the training images' resampling factor, found the same way."""
     for meta in (checkpoint_meta,
                  cfg.get('train_dataloader', {}).get('dataset', {}).get('metainfo'),
                  _test_dataset(cfg).get('metainfo'),
                  cfg.get('metainfo')):
-        if meta and meta.get('mpp') is not None:
-            mpp = float(meta['mpp'])
-            if not mpp > 0:
-                raise ValueError(f'{cfg.filename}: the training resolution mpp must be > '
-                                 f'0 micrometres per pixel, got {meta["mpp"]!r}')
-            return mpp
+        if meta and meta.get(key) is not None:
+            value = float(meta[key])
+            if not value > 0:
+                raise ValueError(f'{cfg.filename}: the training {key} must be > 0, got '
+                                 f'{meta[key]!r}')
+            return value
     return None
 
 

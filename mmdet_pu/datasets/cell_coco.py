@@ -130,6 +130,11 @@ class CellCocoDataset(CocoDataset):
       whole-slide inference reads it (docs/slides.md). A warning names the file when
       some images lack a resolution or when they differ by more than
       :data:`MPP_SPREAD`.
+    * ``metainfo['scale']``: the median of the image entries' ``scale``, the factor the
+      converter resampled them by from their sources (``prepare.py masks|qupath
+      --scale``), unless the config's ``metainfo`` sets it; absent when no image was
+      resampled. Whole-slide inference resamples a slide by it where the resolutions
+      are unknown.
 
     Args:
         deletion (dict | None): deletion scheme config.
@@ -169,6 +174,7 @@ class CellCocoDataset(CocoDataset):
                 f'first:\n    {self._missing_file_help()}')
         self._annotated_img_ids = set()  # filled by parse_data_info, before deletion
         self._image_mpps = []  # filled by parse_data_info: each image's mpp or None
+        self._image_scales = []  # filled by parse_data_info: each image's scale or None
         self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file,
                                                 len(self.metainfo['classes']))
         data_list = super().load_data_list()
@@ -178,6 +184,9 @@ class CellCocoDataset(CocoDataset):
             mpp = self._training_mpp(self._image_mpps)
             if mpp is not None:
                 self._metainfo['mpp'] = mpp
+        scales = [float(v) for v in self._image_scales if v is not None]
+        if 'scale' not in self._metainfo and scales:
+            self._metainfo['scale'] = statistics.median(scales)
         return data_list
 
     def _training_mpp(self, values):
@@ -229,6 +238,7 @@ class CellCocoDataset(CocoDataset):
         img_info = raw_data_info['raw_img_info']
         width, height = img_info['width'], img_info['height']
         self._image_mpps.append(img_info.get('mpp'))
+        self._image_scales.append(img_info.get('scale'))
         data_info = dict(
             img_path=osp.join(self.data_prefix['img'], img_info['file_name']),
             img_id=img_info['img_id'], seg_map_path=None, height=height, width=width,

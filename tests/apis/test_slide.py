@@ -16,6 +16,7 @@ from mmengine.config import Config
 from mmengine.structures import InstanceData
 
 from mmdet_pu.apis.cohort_records import read_slide_record
+from mmdet_pu.apis.cohort_settings import CohortSettings, model_settings
 from mmdet_pu.apis.resolution import (ResolutionPlan, ResolutionWarning, check_roi,
                                       plan_resolution)
 from mmdet_pu.apis.slide import infer_slide
@@ -505,6 +506,49 @@ def test_level_and_resampling_follow_the_training_resolution(tmp_path):
     with open_slide(path) as slide, pytest.warns(ResolutionWarning,
                                                  match='unknown.tif: the slide does not'):
         assert plan_resolution(slide, 0.5) == ResolutionPlan(0)
+
+
+def test_the_training_images_scale_resamples_slides_without_a_resolution(tmp_path):
+    """Models trained on images resampled by ``prepare.py --scale`` (no micrometres per
+    pixel known) resample a slide of the same kind by that factor, from the pyramid level
+    nearest to it; a known resolution still wins."""
+    image = cell_image(size=256, cells=4)[0]
+    path = write_slide(tmp_path / 'plain.tif', image, levels=3)  # downsamples 1, 2, 4
+    with open_slide(path) as slide:
+        assert plan_resolution(slide, None, scale=0.25) == ResolutionPlan(2, 1.0)
+        assert plan_resolution(slide, None, scale=0.3) == \
+            ResolutionPlan(2, pytest.approx(1.2))
+        assert plan_resolution(slide, None, scale=0.6) == \
+            ResolutionPlan(1, pytest.approx(1.2))
+        assert plan_resolution(slide, None, level=0, scale=0.25) == \
+            ResolutionPlan(0, 0.25)
+        assert plan_resolution(slide, None, scale=1.02) == ResolutionPlan(0, 1.0)
+        with pytest.warns(ResolutionWarning, match=(
+                r'plain\.tif: the slide does not state its resolution; resampling it by '
+                r'the factor 0\.5 of the training images')):
+            assert plan_resolution(slide, 0.5, scale=0.5) == ResolutionPlan(1, 1.0)
+        with pytest.raises(ValueError, match="the training images' scale must be > 0"):
+            plan_resolution(slide, None, scale=0)
+    path = write_slide(tmp_path / 'known.tif', image, mpp=0.25, levels=2)
+    with open_slide(path) as slide:
+        assert plan_resolution(slide, 0.25, scale=0.1) == \
+            ResolutionPlan(0, 1.0, pytest.approx(0.25), 0.25)
+    cfg = Config(dict(model=dict(),
+                      train_dataloader=dict(dataset=dict(metainfo=dict(scale=0.5)))))
+    assert slide_dataset_meta(cfg, dict(classes=('a', ), scale=0.25))['scale'] == 0.25
+    assert slide_dataset_meta(cfg, None)['scale'] == 0.5
+    assert slide_dataset_meta(Config(dict(model=dict())), None)['scale'] is None
+
+
+def test_cohort_settings_take_the_models_scale_and_keep_old_fingerprints():
+    model = BlobDetector()
+    model.cfg = Config(dict(model=dict()))
+    model.dataset_meta = dict(model.dataset_meta, scale=0.25)
+    settings = model_settings(model, 'x.pth')
+    assert (settings.target_mpp, settings.scale) == (None, 0.25)
+    assert settings.infer_kwargs()['scale'] == 0.25
+    assert settings.as_dict()['scale'] == 0.25
+    assert 'scale' not in CohortSettings().as_dict()
 
 
 @pytest.mark.parametrize('slide_mpp, levels, model_mpp, level', [

@@ -9,10 +9,10 @@ from PIL import Image
 
 from data_prep.masks import find_pairs, load_pair
 from data_prep.prepare import main
-from cellio.instance_masks import (id_pieces, instances, read_intensity_image,
-                                   read_label_image, to_uint8)
+from cellio.instance_masks import (id_pieces, instance_types, instances,
+                                   read_intensity_image, read_label_image, to_uint8)
 from tests._cli import run_script
-from tests.data_prep.raw_fixtures import load_coco, tree_state
+from tests.data_prep.raw_fixtures import load_coco, read_png, tree_state
 
 SIZE = (96, 80)  # width, height
 
@@ -416,3 +416,148 @@ def test_mnfinder_has_no_seed_or_fold_options(tmp_path):
     proc = run_script('data_prep/prepare.py', 'mnfinder', '--src', tmp_path, '--out',
                       tmp_path / 'out', '--n-folds', '5')
     assert proc.returncode == 2 and 'unrecognized arguments: --n-folds 5' in proc.stderr
+
+
+# ------------------------------------------------------------------ resampling ----
+
+def big_nuclei():
+    """(320, 400) ids of three nuclei of 104, 120 and 110 px (a fluorescence set at a
+    high magnification)."""
+    ids = np.zeros((320, 400), np.int64)
+    ids[8:112, 8:112] = 1
+    ids[150:270, 200:320] = 2
+    ids[20:130, 250:360] = 3
+    return ids
+
+
+@pytest.fixture(scope='module')
+def big(tmp_path_factory):
+    root = tmp_path_factory.mktemp('big_nuclei')
+    for group in 'abc':
+        write_pair(root / 'images' / group, root / 'masks' / group, 'im', big_nuclei())
+    return root
+
+
+def test_large_nuclei_are_reported_with_the_scale_to_use(big, tmp_path, capsys):
+    summary = run_masks(big, tmp_path / 'out', '--tile', 0, '--group-regex', r'^(\w)/')
+    assert summary['sizes'] == dict(
+        nuclei=9, median=110.0, p5=104.0, p95=120.0, scale=1.0,
+        warning="the nuclei's median box side is 110 px, outside the 8-64 px the models' "
+                'anchors suit (16-256 px anchors for 12-40 px nuclei); convert with '
+                '--scale 0.218 to bring it to about 24 px')
+    printed = capsys.readouterr().out
+    assert 'nucleus size (box side, px after resampling by 1): median 110, 5th-95th ' \
+        'percentile 104-120, 9 nuclei' in printed
+    assert 'warning: the nuclei\'s median box side is 110 px' in printed
+
+
+@pytest.mark.parametrize('options', [('--scale', 0.25, '--mpp', 0.125),
+                                     ('--target-mpp', 0.5, '--mpp', 0.125)])
+def test_scale_resamples_images_boxes_and_records_the_resolution(big, tmp_path, options):
+    out = tmp_path / 'out'
+    summary = run_masks(big, out, '--tile', 0, '--group-regex', r'^(\w)/', *options)
+    assert summary['sizes']['median'] == 27.5 and summary['sizes']['warning'] is None
+    images, anns, _ = load_coco(out, 'test')
+    (image, ) = images.values()
+    assert (image['width'], image['height'], image['scale'], image['mpp']) == \
+        (100, 80, 0.25, 0.5)
+    assert sorted(ann['bbox'] for ann in anns) == [
+        [2.0, 2.0, 26.0, 26.0], [50.0, 37.5, 30.0, 30.0], [62.5, 5.0, 27.5, 27.5]]
+    pixels = read_png(out, image['file_name'])
+    assert pixels.shape == (80, 100, 3)
+    assert pixels[15, 15, 0] > 200 and pixels[70, 20, 0] < 50  # a nucleus, background
+    options_written = json.loads((out / 'prepare.json').read_text())
+    assert options_written['applied_scale'] == 0.25 and options_written['mpp'] == 0.125
+
+
+def test_tiles_of_resampled_images_are_located_in_source_pixels(big, tmp_path):
+    run_masks(big, tmp_path / 'out', '--tile', 64, '--group-regex', r'^(\w)/', '--scale',
+              0.25)
+    images, _, _ = load_coco(tmp_path / 'out', 'train')
+    assert sorted((im['x0'], im['y0'], im['width'], im['height'])
+                  for im in images.values()) == [
+        (0, 0, 50, 40), (0, 160, 50, 40), (200, 0, 50, 40), (200, 160, 50, 40)]
+    assert all(im['file_name'].endswith(f"/im_x{im['x0']}_y{im['y0']}.png")
+               for im in images.values())
+    assert all('mpp' not in im and im['scale'] == 0.25 for im in images.values())
+
+
+def test_nucleus_size_chooses_the_scale_and_target_mpp_needs_mpp(big, tmp_path):
+    summary = run_masks(big, tmp_path / 'out', '--tile', 0, '--group-regex', r'^(\w)/',
+                        '--nucleus-size', 22)
+    assert summary['sizes']['scale'] == pytest.approx(0.2)
+    assert summary['sizes']['median'] == pytest.approx(22)
+    images, _, _ = load_coco(tmp_path / 'out', 'test')
+    assert [(im['width'], im['height']) for im in images.values()] == [(80, 64)]
+    with pytest.raises(ValueError, match=r"im\.tif: --target-mpp 0\.5 needs the image's "
+                                         r'micrometres per pixel.*--mpp M'):
+        run_masks(big, tmp_path / 'other', '--group-regex', r'^(\w)/', '--target-mpp', 0.5)
+    assert not (tmp_path / 'other').exists()
+
+
+# --------------------------------------------------------------------- types ----
+
+def typed_nuclei():
+    """``(ids, types)`` of six nuclei over the types 1..3 (``a``, ``b``, ``c``)."""
+    ids = np.zeros((40, 60), np.int64)
+    types = np.zeros((40, 60), np.int64)
+    ids[2:12, 2:12], types[2:12, 2:12] = 1, 2         # all b
+    ids[2:12, 20:30] = 2
+    types[2:12, 20:24], types[2:12, 24:30] = 1, 3     # 40 % a, 60 % c: c
+    ids[20:30, 2:12] = 3
+    types[20:30, 2:7], types[20:30, 7:12] = 1, 2      # a tie: the lower type, a
+    ids[20:30, 20:30] = 4                             # no typed pixel: unclassified
+    ids[20:30, 40:50] = 5
+    types[20:30, 40:44], types[20:30, 44:47], types[20:30, 47:50] = 1, 2, 3  # a, mixed
+    ids[32:38, 2:12], types[32:38, 2:4] = 6, 3        # 80 % background: c
+    return ids, types
+
+
+def write_types(root, ids, types, groups='abc'):
+    for group in groups:
+        write_pair(root / 'images' / group, root / 'masks' / group, 'im', ids)
+        (root / 'types' / group).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(types.astype(np.uint8)).save(root / 'types' / group / 'im.png')
+
+
+def test_instance_types_vote_by_pixels_without_the_background():
+    ids, types = typed_nuclei()
+    kinds, share = instance_types(ids, types, 3)
+    assert kinds.tolist() == [2, 3, 1, 0, 1, 3]
+    np.testing.assert_allclose(share, [1, 0.6, 0.5, 0, 0.4, 1])
+
+
+def test_type_masks_classify_each_nucleus_and_ignore_the_untyped(tmp_path, capsys):
+    ids, types = typed_nuclei()
+    write_types(tmp_path, ids, types)
+    summary = run_masks(tmp_path, tmp_path / 'out', '--tile', 0, '--group-regex', r'^(\w)/',
+                        '--type-masks', tmp_path / 'types', '--class-names', 'a,b,c')
+    assert summary['raw'] == dict(images=3, instances=18, empty_masks=0, ids_in_pieces=0,
+                                  per_class=dict(a=6, b=3, c=6), unclassified=3, mixed=3)
+    assert 'classes: a=6, b=3, c=6' in capsys.readouterr().out
+    images, anns, classes = load_coco(tmp_path / 'out', 'test')
+    assert classes == ['a', 'b', 'c']
+    by_box = {tuple(ann['bbox'][:2]): (ann['category_id'], ann['iscrowd']) for ann in anns}
+    assert by_box == {(2.0, 2.0): (2, 0), (20.0, 2.0): (3, 0), (2.0, 20.0): (1, 0),
+                      (20.0, 20.0): (1, 1), (40.0, 20.0): (1, 0), (2.0, 32.0): (3, 0)}
+
+
+def test_type_masks_errors_name_the_file_and_the_fix(tmp_path):
+    ids, types = typed_nuclei()
+    types[0, 59] = 4
+    write_types(tmp_path, ids, types)
+    options = ('--tile', 0, '--group-regex', r'^(\w)/', '--type-masks', tmp_path / 'types')
+    with pytest.raises(ValueError, match=r'types/a/im\.png: type 4 at pixel \(x=59, y=0\); '
+                                         r'expected 0\.\.3 \(0 = background'):
+        run_masks(tmp_path, tmp_path / 'out', *options, '--class-names', 'a,b,c')
+    with pytest.raises(ValueError, match=r'^--type-masks needs --class-names'):
+        run_masks(tmp_path, tmp_path / 'out', *options)
+    with pytest.raises(ValueError, match=r'^--class-names names the types of --type-masks'):
+        run_masks(tmp_path, tmp_path / 'out', '--class-names', 'a,b')
+    with pytest.raises(ValueError, match=r"^--class-names 'a,,b': expected distinct"):
+        run_masks(tmp_path, tmp_path / 'out', *options, '--class-names', 'a,,b')
+    (tmp_path / 'types' / 'b' / 'im.png').unlink()
+    with pytest.raises(ValueError, match=r'images/b/im\.tif: no type image; expected '
+                                         r'.*types/b/im\{\.png,\.tif,\.tiff\}'):
+        run_masks(tmp_path, tmp_path / 'out', *options, '--class-names', 'a,b,c,d')
+    assert not (tmp_path / 'out').exists()

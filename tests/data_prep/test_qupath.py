@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import tifffile
@@ -512,6 +513,66 @@ def test_slide_frame_with_a_bounds_offset_locates_every_cell(tmp_path, monkeypat
         == sorted(qupath_xy)  # shifted by the bounds: not where the cells are
 
 
+def test_target_mpp_resamples_a_slide_by_its_own_resolution(tmp_path, monkeypatch):
+    """``--target-mpp 0.5`` on a 0.25 um/px slide halves every crop: the entries carry
+    ``scale`` 0.5 and ``mpp`` 0.5, their pixels are the slide's area-averaged, and
+    ``x0 + point / scale`` is the cell's level-0 pixel; ``--box-size`` (source pixels)
+    halves too."""
+    bounds = (100, 60, 400, 300)
+    level0 = [(150.5, 100.25), (333, 222), (460, 330), (120, 300)]
+    image = paint_cells(noise_image(np.random.default_rng(3), 500, 600), level0, radius=3)
+    src = tmp_path / 'src'
+    write_pyramid_tiff(src / 'slide.tif', image, levels=2, tile=128)
+    write_features(src / 'slide.geojson', [
+        feature(rect(20, 20, 120, 90)), feature(rect(200, 140, 300, 200)),
+        feature(rect(320, 230, 396, 296)), feature(rect(0, 200, 60, 280)),
+        *[cell(point(x - bounds[0], y - bounds[1]), 'tumor') for x, y in level0]])
+    monkeypatch.setattr(sources, 'open_slide', lambda path, *args: OpenSlideReader(
+        BoundedSlide(path, bounds), path))
+    with pytest.warns(UserWarning, match='splitting their 4 regions instead'):
+        summary = run_prepare('qupath', src, tmp_path / 'out', '--box-size', 16,
+                              '--target-mpp', 0.5)
+    out = tmp_path / 'out'
+    assert summary['sizes']['scale'] == 0.5 and summary['sizes']['median'] == 8
+    assert json.loads((out / 'prepare.json').read_text())['applied_scale'] == 0.5
+    located = []
+    for split in SPLITS:
+        images, anns, _ = load_coco(out, split)
+        for ann in anns:
+            entry = images[ann['image_id']]
+            assert (entry['scale'], entry['mpp']) == (0.5, 0.5)
+            assert ann['bbox'][2:] == [8.0, 8.0]
+            located.append((entry['x0'] + ann['point'][0] / 0.5,
+                            entry['y0'] + ann['point'][1] / 0.5))
+    assert np.abs(np.sort(located, axis=0) - np.sort(level0, axis=0)).max() < 1
+    entry = next(e for e in entries(out, ('test_whole', )))
+    x0, y0, w, h = entry['x0'], entry['y0'], entry['width'], entry['height']
+    halved = cv2.resize(image[y0:y0 + 2 * h, x0:x0 + 2 * w], (w, h),
+                        interpolation=cv2.INTER_AREA)
+    assert np.abs(read_png(out, entry['file_name']).astype(int) - halved).max() <= 1
+
+
+def test_scale_of_plain_images_and_target_mpp_without_a_resolution(tmp_path, capsys):
+    src = three_images(tmp_path / 'src', lambda name: [
+        cell(point(20, 20), 'tumor'), cell(point(100, 60), 'tumor')])
+    summary = run_prepare('qupath', src, tmp_path / 'out', '--scale', 2, '--mpp', 0.5,
+                          '--tile', 0)
+    assert summary['sizes']['median'] == 64 and summary['sizes']['warning'] is None
+    for entry in entries(tmp_path / 'out'):
+        assert (entry['width'], entry['height'], entry['scale'], entry['mpp']) == \
+            (320, 240, 2.0, 0.25)
+    assert 'nucleus size (box side, px after resampling by 2): median 64' in \
+        capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"^x\.png: --target-mpp 0\.5 needs the image's "
+                                         r'micrometres per pixel, which it does not '
+                                         r'record; give --mpp M'):
+        run_prepare('qupath', src, tmp_path / 'other', '--target-mpp', 0.5)
+    summary = run_prepare('qupath', src, tmp_path / 'big', '--box-size', 120)
+    assert summary['sizes']['median'] == 100  # 80 px boxes clipped at the border, 120 px
+    assert summary['sizes']['warning'].endswith(
+        'convert with --scale 0.24 to bring it to about 24 px')
+
+
 def test_exported_detections_import_as_cells(tmp_path):
     """Round trip: what ``write_geojson`` exports (``infer_slide``'s detections, readable
     by QuPath 0.3 and 0.4+) imports as cells of the same classes, boxes and colours."""
@@ -665,6 +726,25 @@ def test_regions_all_outside_their_image_say_where(tmp_path):
             r"\(QuPath's frame\); the nearest, feature 1 \(x 170\.\.260, y 130\.\.200\), lies "
             r'10 px beyond it in x and 10 px in y: is y\.geojson the export of y\.png\?')):
         run_prepare('qupath', src, tmp_path / 'out')
+    assert not (tmp_path / 'out').exists()
+
+
+def test_regions_outside_their_image_are_named_with_their_extents(tmp_path):
+    """A 100x100 image whose export holds three 200 px regions, two of them wholly
+    outside it: the run names the file, those regions, their extents and the image
+    size, instead of only finding too few regions for the split."""
+    write_png(tmp_path / 'src' / 'x.png', noise_image(np.random.default_rng(0), 100, 100))
+    write_features(tmp_path / 'src' / 'x.geojson', [
+        feature(rect(0, 0, 200, 200)), feature(rect(150, 0, 350, 200)),
+        feature(rect(0, 300, 200, 500)), cell(point(20, 20), 'tumor')])
+    with pytest.warns(UserWarning, match=r'x\.geojson: 2 of its 3 region'), \
+            pytest.raises(ValueError, match=(
+                r'^x\.geojson: 2 of its 3 region\(s\) lie outside the 100x100 image x\.png '
+                r'and are left out: feature 1 \(x 150\.\.350, y 0\.\.200: 50 px beyond it '
+                r'in x, 0 px in y\); feature 2 \(x 0\.\.200, y 300\.\.500: 0 px beyond it in '
+                r'x, 200 px in y\); is x\.geojson the export of x\.png\? .*; 1 annotated '
+                r'region\(s\) in 1 group\(s\) are too few for the split')):
+        run_prepare('qupath', tmp_path / 'src', tmp_path / 'out')
     assert not (tmp_path / 'out').exists()
 
 

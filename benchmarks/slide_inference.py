@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from cellio.slides import open_slide  # noqa: E402
-from cellio.tiling import tile_grid  # noqa: E402
+from cellio.tiling import window_grid  # noqa: E402
 import mmdet_pu  # noqa: E402,F401
 from data_prep.synthetic import generate_image  # noqa: E402
 from mmdet.registry import MODELS  # noqa: E402
@@ -309,7 +309,7 @@ def single_slide_benchmark(args):
             half = min(args.roi_size, int(slide.radius * 1.4)) // 2
             roi = (int(cx) - half, int(cy) - half, 2 * half, 2 * half)
             windows = [(roi[0] + x, roi[1] + y, w, h)
-                       for x, y, w, h in tile_grid(roi[2], roi[3], args.tile, args.overlap)]
+                       for x, y, w, h in window_grid(roi[2], roi[3], args.tile, args.overlap)]
             tiles = [torch.from_numpy(np.ascontiguousarray(
                 reader.read_region(0, *w)[..., ::-1].transpose(2, 0, 1))) for w in windows]
             timer = StepTimer(model)

@@ -48,9 +48,9 @@ def tile_spans(length, tile, overlap):
 
 
 def tile_grid(width, height, tile, overlap):
-    """Tiles ``(x0, y0, w, h)`` covering a ``width x height`` image, row by row: the
-    :func:`tile_spans` of each axis, so that no two tiles overlap by more than
-    ``overlap`` in either axis.
+    """Training tiles ``(x0, y0, w, h)`` covering a ``width x height`` image, row by
+    row (the converters): the :func:`tile_spans` of each axis, so that no two tiles
+    overlap by more than ``overlap`` in either axis. Inference: :func:`window_grid`.
 
     ``tile=None`` means no tiling: one tile covering the whole image.
     """
@@ -59,6 +59,41 @@ def tile_grid(width, height, tile, overlap):
     return [(x0, y0, w, h)
             for y0, h in tile_spans(height, tile, overlap)
             for x0, w in tile_spans(width, tile, overlap)]
+
+
+def window_origins(length, tile, overlap):
+    """Start offsets of inference windows of ``tile`` pixels covering ``[0, length)``.
+
+    Windows advance by ``tile - overlap``; the last one is moved back to end flush with
+    the border, so that every window has the full ``tile`` pixels the detector was
+    trained on and windows batch without padding (it then overlaps its neighbour by more
+    than ``overlap``, which inference can afford: each window keeps only the detections
+    in its core, :func:`mmdet_pu.engine.runner.tile_merge.tile_cores`). A ``length <=
+    tile`` is one window of ``length``. Training tiles use :func:`tile_spans` instead,
+    where a cell in two near-identical tiles would be labeled in one and not the other.
+
+    >>> window_origins(500, 250, 50)
+    [0, 200, 250]
+    >>> window_origins(512, 256, 64)
+    [0, 192, 256]
+    """
+    if tile <= 0:
+        raise ValueError(f'tile size must be positive, got {tile}')
+    if not 0 <= overlap < tile:
+        raise ValueError(f'overlap must be in [0, tile={tile}), got {overlap}')
+    if length <= tile:
+        return [0]
+    origins = list(range(0, length - tile, tile - overlap))
+    origins.append(length - tile)
+    return origins
+
+
+def window_grid(width, height, tile, overlap):
+    """Inference windows ``(x0, y0, w, h)`` over a ``width x height`` image, row by row:
+    the :func:`window_origins` of each axis (``TiledTestLoop``, slide inference)."""
+    return [(x0, y0, min(tile, width), min(tile, height))
+            for y0 in window_origins(height, tile, overlap)
+            for x0 in window_origins(width, tile, overlap)]
 
 
 def point_boxes(points_xy, box_size, width, height):

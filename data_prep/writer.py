@@ -394,11 +394,20 @@ def _add(builder, image, file_name, tile, keep, points, boxes, **image_extra):
 
 
 def _count(coco, categories):
+    """Images, annotations and cells per class of a COCO dict; ignored regions
+    (``iscrowd``) are counted apart (``ignored``, only when there are some)."""
     per_class = {name: 0 for name in categories}
+    ignored = 0
     for ann in coco['annotations']:
-        per_class[categories[ann['category_id'] - 1]] += 1
-    return dict(images=len(coco['images']), annotations=len(coco['annotations']),
-                per_class=per_class)
+        if ann.get('iscrowd'):
+            ignored += 1
+        else:
+            per_class[categories[ann['category_id'] - 1]] += 1
+    counts = dict(images=len(coco['images']), annotations=len(coco['annotations']),
+                  per_class=per_class)
+    if ignored:
+        counts['ignored'] = ignored
+    return counts
 
 
 def format_summary(summary):
@@ -408,6 +417,8 @@ def format_summary(summary):
     for k, fold in enumerate(summary['folds']):
         for name, c in fold.items():
             classes = ', '.join(f'{cls}={n}' for cls, n in c['per_class'].items())
+            if c.get('ignored'):
+                classes += f', ignored={c["ignored"]}'
             lines.append(f'fold{k} {name:<10} images={c["images"]:<6} '
                          f'annotations={c["annotations"]:<7} ({classes})')
     return '\n'.join(lines)

@@ -13,7 +13,7 @@ The steps of :func:`infer_slide`:
    model its training resolution (:func:`~.resolution.plan_resolution`); ``tile_size``
    and ``overlap`` are pixels of the training resolution.
 2. **Tiles.** The ROI of that level cut into ``tile_size`` windows with ``overlap`` (the
-   windows of :func:`~mmdet_pu.io.tiling.tile_grid`, as in ``TiledTestLoop``:
+   windows of :func:`~cellio.tiling.window_grid`, as in ``TiledTestLoop``:
    :func:`tile_windows`); windows without tissue are skipped (:func:`tissue_tiles`).
 3. **Detect.** A reader thread reads the tiles and packs them into batches, at most
    ``prefetch`` batches ahead of the model (:func:`~.tile_batches.tile_batches`); each
@@ -47,7 +47,7 @@ from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
 from mmdet_pu.engine.runner.tiled_loop import prediction_steps
 from cellio.qupath import default_color
 from cellio.slides import SlideReader, open_slide
-from cellio.tiling import tile_grid
+from cellio.tiling import window_grid
 from .resolution import ResolutionPlan, level0_roi, level_region, plan_resolution
 from .slide_model import InputFormat, input_format
 from .slide_result import SlideResult
@@ -146,11 +146,11 @@ def _model_resolution(value, meta, key):
 
 def tile_windows(reader: SlideReader, region, plan: ResolutionPlan, tile_size, overlap):
     """The windows ``(x, y, w, h)`` of the level-0 ``region`` in pixels of
-    ``plan.level``: :func:`~mmdet_pu.io.tiling.tile_grid` of ``tile_size`` and
+    ``plan.level``: :func:`~cellio.tiling.window_grid` of ``tile_size`` and
     ``overlap`` pixels of the model's input."""
     lx, ly, lw, lh = level_region(reader, region, plan.level)
     return [(lx + x, ly + y, w, h) for x, y, w, h in
-            tile_grid(lw, lh, *plan.tiling(tile_size, overlap))]
+            window_grid(lw, lh, *plan.tiling(tile_size, overlap))]
 
 
 def tissue_tiles(reader: SlideReader, region, level, windows, tissue):

@@ -64,13 +64,19 @@ class DeletionScheme:
             key: image key (COCO ``file_name``); seeds the choice.
             anns: the image's COCO annotation dicts, in file order, with
                 ``category_id``, the ``subset`` field and the scheme's :attr:`fields`.
+                Ignored regions (``iscrowd``: e.g. CRCHistoPhenotypes' unclassified
+                nuclei) are never drawn and always stay: they are neither cells nor
+                background, whatever is deleted.
         """
         self._check_fields(key, anns)
-        candidates = np.arange(len(anns))
+        ignored = np.asarray([bool(ann.get('iscrowd', False)) for ann in anns], dtype=bool)
+        candidates = np.flatnonzero(~ignored)
         if self.subset is not None:
-            candidates = np.flatnonzero([bool(ann[self.subset]) for ann in anns])
+            candidates = np.flatnonzero(~ignored & np.asarray(
+                [bool(ann[self.subset]) for ann in anns], dtype=bool))
         chosen = self.choose(self.rng(key), [anns[i] for i in candidates])
-        return np.sort(candidates[np.asarray(chosen, dtype=np.int64)])
+        kept = candidates[np.asarray(chosen, dtype=np.int64)]
+        return np.sort(np.concatenate([kept, np.flatnonzero(ignored)]))
 
     def choose(self, rng, anns):
         """Indices into ``anns`` (the candidates of one image) to keep, drawn with ``rng``."""

@@ -24,6 +24,12 @@ class, and counting each as perfect would inflate that class's average by the sh
 such images instead of measuring the detector. A quantity that is undefined for every
 image is reported as NaN.
 
+Ignored ground truth (``iscrowd`` annotations, mmdet's ``ignored_instances``: e.g.
+CRCHistoPhenotypes' nuclei without a class) is don't-care: a detection that is no true
+positive but passes the criterion with an ignored region is left out of every count and
+of the ranking, and an ignored region is never a false negative
+(:func:`~mmdet_pu.evaluation.matching.dont_care`).
+
 AP separates the detector's ranking from the calibration of its threshold: every
 detection the model outputs (its own test ``score_thr``, not the metric's), matched by
 the same criterion, ranked by score over the whole set per class
@@ -44,7 +50,8 @@ from mmengine.logging import MessageHub, MMLogger, print_log
 
 from mmdet.registry import METRICS
 from cellio.atomic import atomic_open, write_json_atomic
-from .matching import ERROR_KINDS, count_per_class, error_kinds, match_image, to_numpy
+from .matching import (ERROR_KINDS, count_per_class, dont_care, error_kinds, match_image,
+                       to_numpy)
 from .rates import RATES, average_precision, counts_at, detection_rates, nanmean
 from .score_threshold import pu_threshold_criterion, select_score_thr
 
@@ -206,7 +213,13 @@ class CellDetMetric(BaseMetric):
             kinds = error_kinds(match, to_numpy(pred['bboxes']), pred_labels,
                                 to_numpy(gt['bboxes']), gt_labels, self.iou_thr,
                                 self.radius)
+            ignored = sample.get('ignored_instances')
+            ignored_bboxes = ignored['bboxes'] if ignored is not None and \
+                'bboxes' in ignored else np.zeros((0, 4))
+            counted = ~dont_care(match, to_numpy(pred['bboxes']), to_numpy(ignored_bboxes),
+                                 self.iou_thr, self.radius)
             order = np.argsort(-scores, kind='stable')
+            order = order[counted[order]]
             ranked = dict(scores=scores[order],
                           labels=np.asarray(pred_labels, np.int64).reshape(-1)[order],
                           matched=match.pred_tp[order])

@@ -7,7 +7,8 @@ positive (TP) if that pair passes the criterion (IoU ``>= iou_thr`` or centre di
 ``<= radius`` px); the ground truth is then consumed. Otherwise the prediction is a false
 positive (FP) and the ground truth stays available. Ground truths left unmatched are false
 negatives (FN). Boxes are ``(x1, y1, x2, y2)`` in pixels; IoU uses continuous coordinates
-(no ``+1``), as ``mmdet.structures.bbox.bbox_overlaps``.
+(no ``+1``), as ``mmdet.structures.bbox.bbox_overlaps``. Detections of ignored regions
+are neither (:func:`dont_care`).
 """
 from typing import NamedTuple, Optional
 
@@ -121,6 +122,27 @@ def match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
             pred_tp[i] = True
             gt_matched[j] = True
     return ImageMatch(kept, pred_tp, gt_matched)
+
+
+def dont_care(match: ImageMatch, pred_bboxes, ignored_bboxes, iou_thr: float = 0.5,
+              radius: Optional[float] = None) -> np.ndarray:
+    """(N,) bool: detections that are not true positives and pass the criterion with an
+    ignored region (docs/method.md#unclassified-nuclei).
+
+    Ignored regions (``iscrowd`` annotations: e.g. nuclei without a class) are neither
+    cells nor background: a detection of one, of any class, is left out of the counts
+    and the ranking (neither TP nor FP), and an ignored region is never a miss. Matching
+    to the cells comes first, so a detection that is a true positive stays one.
+    """
+    pred_bboxes = np.asarray(pred_bboxes, dtype=np.float64).reshape(-1, 4)
+    ignored_bboxes = np.asarray(ignored_bboxes, dtype=np.float64).reshape(-1, 4)
+    if not len(ignored_bboxes):
+        return np.zeros(len(pred_bboxes), dtype=bool)
+    if radius is None:
+        passes = box_iou(pred_bboxes, ignored_bboxes) >= iou_thr
+    else:
+        passes = centre_distance(pred_bboxes, ignored_bboxes) <= radius
+    return passes.any(axis=1) & ~match.pred_tp
 
 
 def count_per_class(match: ImageMatch, pred_labels, gt_labels, num_classes: int,

@@ -27,7 +27,7 @@ from mmdet_pu.engine.runner import merge_tile_predictions
 from mmdet_pu.engine.runner.tile_merge import fuse_slide_detections, merge_slide_detections
 from cellio.detection_writers import write_slide_outputs
 from cellio.slides import OpenSlideReader, open_slide
-from cellio.tiling import tile_grid
+from cellio.tiling import window_grid
 from cellio.qupath import read_geojson
 from mmdet_pu.models.detectors.box_fusion import fuse_detections
 from tests._cli import run_script
@@ -89,11 +89,10 @@ def test_tissue_mask_skips_the_blank_area(pyramid):
         model = BlobDetector()
         result = infer_slide(model, reader, tile_size=128, overlap=32, progress=False,
                              tissue=TissueMaskConfig(dilate=32))
-        # 7 tile columns of 118-119 px start at 0, 87, 174, 261, 348, 435, 522; 5 rows
-        # at 0, 90, 180, 270, 359: the 2 columns right of x = 352 (glass) are skipped
-        assert (result.tiles_run, result.tiles_skipped) == (25, 10)
-        assert {x for level, x, _, _, _ in reader.reads if level == 0} == \
-            {0, 87, 174, 261, 348}
+        # tile columns start at 0, 96, 192, 288, 384, 480, 512; rows at 0, 96, 192,
+        # 288, 352: the 3 columns right of x = 352 (glass) are skipped
+        assert (result.tiles_run, result.tiles_skipped) == (20, 15)
+        assert {x for level, x, _, _, _ in reader.reads if level == 0} == {0, 96, 192, 288}
         assert sorted(result.bboxes.tolist()) == cell_boxes()
         # the tissue share before the dilation: x < 320 of 640
         assert result.tissue_fraction == pytest.approx(20 / 40)
@@ -123,7 +122,7 @@ def test_tiles_cover_the_roi_exactly_in_bounded_batches(pyramid, level):
     assert (covered[y:y + h, x:x + w] > 0).all()
     covered[y:y + h, x:x + w] = 0
     assert not covered.any()  # nothing outside the ROI was read
-    windows = tile_grid(w, h, 96, 24)
+    windows = window_grid(w, h, 96, 24)
     assert result.tiles_run == len(reader.reads) == len(windows)
     assert [len(batch) for batch in model.batches] == \
         [3] * (len(windows) // 3) + ([len(windows) % 3] if len(windows) % 3 else [])
@@ -142,7 +141,7 @@ def test_cells_on_tile_borders_are_found_once(pyramid):
                            score_thr=0.0, progress=False)
         # the tiles' raw detections hold the duplicates the merge removes
         raw = []
-        for x, y, w, h in tile_grid(640, 480, 128, 32):
+        for x, y, w, h in window_grid(640, 480, 128, 32):
             tile = slide.read_region(0, x, y, w, h)
             gray = tile.mean(2)
             count = cv2.connectedComponents((gray < 100).astype(np.uint8))[0] - 1
@@ -248,7 +247,7 @@ def test_reader_thread_stays_a_few_batches_ahead_and_reports_errors(pyramid):
 
         infer_slide(BlobDetector(on_forward), reader, tile_size=64, overlap=0,
                     batch_size=2, prefetch=2, tissue=None, progress=False)
-        assert len(consumed) == len(tile_grid(640, 480, 64, 0)) // 2
+        assert len(consumed) == len(window_grid(640, 480, 64, 0)) // 2
 
         class Failing(RecordingReader):
             def _read(self, level, x, y, w, h):
@@ -281,8 +280,7 @@ def test_test_pipeline_settings_are_honoured(pyramid):
     with open_slide(pyramid) as slide:
         result = infer_slide(model, slide, tile_size=128, overlap=32, tissue=None,
                              progress=False)
-    assert {shape for batch in model.batches for shape in batch} == {
-        (2 * h, 2 * w) for _, _, w, h in tile_grid(640, 480, 128, 32)}  # spread evenly
+    assert {shape for batch in model.batches for shape in batch} == {(256, 256)}
     assert np.allclose(sorted(result.bboxes.tolist()), cell_boxes(), atol=1)
 
 

@@ -152,6 +152,74 @@ def make_crchisto(root, n_images=12, size=(400, 360), seed=0):
     return truth
 
 
+CRC_CLASSES = ('epithelial', 'fibroblast', 'inflammatory', 'others')
+
+
+def make_crchisto_classes(root, layout='official', n_images=6, size=(400, 360), seed=1):
+    """CRCHistoPhenotypes with its classification files, in the official layout
+    (``Detection/imgN`` + ``Classification/imgN``) or the split folders of a public copy
+    (``cls_and_det/{train,validation,test}/imgN`` holding everything, with the other BMPs
+    of that copy, which are not the image).
+
+    Per image: nuclei at least 20 px apart; each gets a class 1..4 or none (0). A
+    classified point lies on its nucleus or up to 4 px off it (the raw files do both);
+    image 1 also has a classified point 30 px from every nucleus (a nucleus of its own)
+    and a detected point 0.85 px above the image (clipped onto the first row).
+
+    Returns:
+        ``{source: (points (N, 2) 0-based, labels (N,) 1..4 with 4 for the unclassified,
+        unclassified (N,) bool)}``: the detected nuclei, then the classified-only ones.
+    """
+    rng = np.random.default_rng(seed)
+    width, height = size
+    root = Path(root)
+    truth = {}
+    split_of = ('train', 'validation', 'test')
+    for i in range(1, n_images + 1):
+        name = f'img{i}'
+        if layout == 'official':
+            folder = root / 'CRCHistoPhenotypes_2016_04_28' / 'Detection' / name
+            class_folder = root / 'CRCHistoPhenotypes_2016_04_28' / 'Classification' / name
+        else:
+            folder = root / 'cls_and_det' / split_of[i % 3] / name
+            class_folder = folder
+        folder.mkdir(parents=True)
+        class_folder.mkdir(parents=True, exist_ok=True)
+        nuclei = _spread_points(rng, int(rng.integers(6, 12)), width, height,
+                                min_dist=20, margin=15).astype(np.float64)
+        classes = rng.integers(0, 5, len(nuclei))
+        classes[:5] = [1, 2, 3, 4, 0]  # every class and an unclassified nucleus
+        offsets = np.zeros_like(nuclei)
+        offsets[1] = [3.0, -2.5]  # a classified point off its nucleus, within 6 px
+        detected = nuclei.copy()
+        alone = np.zeros((0, 2))
+        if i == 1:
+            detected = np.concatenate([detected, [[50.0, -0.85]]])
+            classes = np.concatenate([classes, [0]])
+            offsets = np.concatenate([offsets, [[0.0, 0.0]]])
+            alone = _spread_points(rng, 1, width, height, avoid=detected, min_dist=30,
+                                   margin=15).astype(np.float64)
+        image = paint(noise_image(rng, height, width), detected.clip(0))
+        Image.fromarray(image).save(folder / f'{name}.bmp')
+        if layout != 'official':
+            for other in ('original', 'classification', 'detection', 'verify_cls'):
+                Image.fromarray(noise_image(rng, height, width)).save(
+                    folder / f'{name}_{other}.bmp')
+        scipy.io.savemat(folder / f'{name}_detection.mat', {'detection': detected + 1})
+        for c, cls in enumerate(CRC_CLASSES, start=1):
+            points = detected[classes == c] + offsets[classes == c]
+            if c == 2:
+                points = np.concatenate([points, alone])
+            scipy.io.savemat(class_folder / f'{name}_{cls}.mat',
+                             {'detection': (points + 1) if len(points) else np.zeros((0, 0))})
+        source_folder = folder.relative_to(root).as_posix()
+        unclassified = np.concatenate([classes == 0, np.zeros(len(alone), bool)])
+        labels = np.concatenate([np.where(classes == 0, 4, classes), np.full(len(alone), 2)])
+        truth[f'{source_folder}/{name}.bmp'] = (
+            np.concatenate([detected.clip(0), alone]), labels, unclassified)
+    return truth
+
+
 # ------------------------------------------------------------------------- TUPAC16
 def _spread_points(rng, n, width, height, avoid=(), min_dist=80, margin=40):
     """``n`` integer points at least ``min_dist`` from each other and from ``avoid``."""

@@ -8,8 +8,9 @@ import scipy.io
 from PIL import Image
 
 from data_prep import crchisto
-from tests.data_prep.raw_fixtures import (MARK, config_datasets, load_coco, make_crchisto,
-                                          read_png, run_prepare, tree_state)
+from tests.data_prep.raw_fixtures import (CRC_CLASSES, MARK, config_datasets, load_coco,
+                                          make_crchisto, make_crchisto_classes, read_png,
+                                          run_prepare, tree_state)
 
 WIDTH, HEIGHT = 400, 360
 DETECTION = 'CRCHistoPhenotypes_2016_04_28/Detection'
@@ -38,7 +39,8 @@ def tiles_of(out, fold=0):
 
 def test_every_nucleus_recovered_0_based_at_its_pixel(converted):
     _, truth, out, summary = converted
-    assert summary['raw'] == dict(images=12, nuclei=sum(map(len, truth.values())))
+    assert summary['raw'] == dict(images=12, nuclei=sum(map(len, truth.values())),
+                                  clipped_points=1)  # img1's [0.7, 10.2]
     expected = {(src, round(x, 6), round(y, 6)) for src, points in truth.items()
                 for x, y in points}
     found = set()
@@ -66,7 +68,7 @@ def test_matlab_border_points_become_0_based(converted):
     assert boxes[0, 0, 0, 0] == [0, 0, 6, 6]  # MATLAB [1, 1]; 12 x 12 box clipped
     # the 400 x 360 images: 2 x 2 tiles of 225 x 205 px at x0 0, 175 and y0 0, 155
     assert boxes[WIDTH - 1, HEIGHT - 1, 175, 155] == [218, 198, 7, 7]  # [W, H]
-    assert boxes[0, 9.2, 0, 0] == pytest.approx([0, 3.2, 6, 12])  # [0.7, 10.2]: snapped
+    assert boxes[0, 9.2, 0, 0] == pytest.approx([0, 3.2, 6, 12])  # [0.7, 10.2]: clipped
     assert boxes[WIDTH - 1.2, 4, 175, 0] == pytest.approx([217.8, 0, 7.2, 10])
     interior = [b for b in boxes.values() if b[0] > 0 and b[1] > 0 and
                 b[0] + b[2] < 225 and b[1] + b[3] < 205]
@@ -125,9 +127,10 @@ def test_src_may_be_the_root_or_the_detection_folder(converted, below):
      "img4/img4_detection.mat: no variable 'detection' (found ['points'])"),
     ({'detection': np.ones((3, 3))},
      "img4/img4_detection.mat: variable 'detection' has shape (3, 3)"),
-    ({'detection': np.array([[5.0, 5.0], [WIDTH + 1.0, 7.0]])},
-     'img4/img4_detection.mat (after subtracting 1 from the MATLAB coordinates) entry 2: '
-     f'point (x={WIDTH}, y=6) is outside the {WIDTH}x{HEIGHT} image'),
+    ({'detection': np.array([[5.0, 5.0], [WIDTH + 2.0, 7.0]])},
+     'img4/img4_detection.mat (after subtracting 1 from the MATLAB coordinates; points up '
+     f'to 1 px outside are clipped) entry 2: point (x={WIDTH + 1}, y=6) is outside the '
+     f'{WIDTH}x{HEIGHT} image'),
     ({'detection': np.array([[5.0, np.nan]])},
      "img4/img4_detection.mat: row 1 of 'detection' is not finite"),
 ])
@@ -151,8 +154,8 @@ def test_missing_or_unreadable_files_are_errors(converted, tmp_path):
     (raw / DETECTION / 'img5' / 'img5.bmp').unlink()
     with pytest.raises(ValueError, match='img5/img5.bmp: missing'):
         crchisto.load_images(raw)
-    with pytest.raises(ValueError, match='no CRCHistoPhenotypes detection images'):
-        crchisto.load_images(raw / DETECTION / 'img1')
+    with pytest.raises(ValueError, match='no CRCHistoPhenotypes detection files'):
+        crchisto.load_images(raw / 'CRCHistoPhenotypes_2016_04_28' / 'Classification')
 
 
 def test_dataset_config_reads_the_converted_data(converted):
@@ -170,3 +173,91 @@ def test_dataset_config_reads_the_converted_data(converted):
     assert sorted(sample.metainfo['tiles']) == [[0, 0, 225, 205], [0, 155, 225, 205],
                                                 [175, 0, 225, 205], [175, 155, 225, 205]]
     assert tuple(sample.metainfo['ori_shape']) == (HEIGHT, WIDTH)
+
+
+# ------------------------------------------------------------------ border tolerance
+@pytest.mark.parametrize('matlab, expected', [
+    ([[371.043, 0.15002]], [[370.043, 0.0]]),  # the official img8's 0.85 px above
+    ([[WIDTH + 1.9, 20.0]], [[WIDTH - 1.0, 19.0]]),  # 0-based x = WIDTH + 0.9
+    ([[20.0, HEIGHT + 1.5]], [[19.0, HEIGHT - 1.0]]),
+    ([[0.0, 0.0]], [[0.0, 0.0]]),  # 1 px above and left of the first pixel
+])
+def test_points_up_to_1px_outside_are_clipped_and_counted(converted, tmp_path,
+                                                          matlab, expected):
+    raw = tmp_path / 'raw'
+    shutil.copytree(converted[0], raw)
+    mat = raw / DETECTION / 'img4' / 'img4_detection.mat'
+    inside = [[30.0, 40.0]]
+    scipy.io.savemat(mat, {'detection': np.array(inside + matlab)})
+    images, counts = crchisto.load_images(raw)
+    img4 = next(im for im in images if im.group == 'img4')
+    assert img4.points == pytest.approx(np.array([[29.0, 39.0]] + expected))
+    assert counts['clipped_points'] == 1 + 1  # img1's [0.7, 10.2] and this one
+
+
+# ------------------------------------------------------------------ classes
+def test_classify_pairs_nearest_first_one_to_one_within_the_radius():
+    nuclei = np.array([[10.0, 10.0], [14.0, 10.0], [100.0, 100.0], [200.0, 200.0]])
+    classified = {1: np.array([[12.5, 10.0]]),   # 2.5 from [0], 1.5 from [1]: takes [1]
+                  2: np.array([[11.0, 10.0]]),   # then [0], the nearest still free
+                  3: np.array([[100.0, 106.5]]),  # 6.5 px off: a nucleus of its own
+                  4: np.zeros((0, 2))}
+    points, labels, unclassified, counts = crchisto.classify(nuclei, classified)
+    assert points.tolist() == nuclei.tolist() + [[100.0, 106.5]]
+    assert labels.tolist() == [2, 1, 4, 4, 3]
+    assert unclassified.tolist() == [False, False, True, True, False]
+    assert counts == dict(classified_only=1, unclassified=2)
+
+
+@pytest.mark.parametrize('layout', ['official', 'split'])
+def test_classes_from_either_layout(tmp_path, layout):
+    raw = tmp_path / 'raw'
+    truth = make_crchisto_classes(raw, layout=layout)
+    before = tree_state(raw)
+    out = tmp_path / 'out'
+    summary = run_prepare('crchisto', raw, out, '--classes')
+    assert tree_state(raw) == before
+    labels = np.concatenate([t[1][~t[2]] for t in truth.values()])
+    expected_counts = {cls: int((labels == c).sum()) for c, cls in enumerate(CRC_CLASSES, 1)}
+    assert summary['raw'] == dict(
+        images=6, nuclei=sum(len(t[0]) for t in truth.values()), clipped_points=1,
+        classified_only=1, unclassified=sum(int(t[2].sum()) for t in truth.values()),
+        **expected_counts)
+    images, anns, categories = load_coco(out, 'test_whole')
+    assert categories == list(CRC_CLASSES)
+    assert images, 'no test image in fold 0'
+    for image in images.values():
+        points, labels, unclassified = truth[image['source']]
+        found = sorted((round(a['point'][0], 6), round(a['point'][1], 6), a['category_id'],
+                        a['iscrowd'], a['unclassified'])
+                       for a in anns if a['image_id'] == image['id'])
+        assert found == sorted((round(x, 6), round(y, 6), int(c), int(u), bool(u))
+                               for (x, y), c, u in zip(points, labels, unclassified))
+        # imgN.bmp is the image, not the repository's other BMPs beside it
+        pixels = read_png(out, image['file_name'])
+        for x, y in points[:len(points) - (image['source'].endswith('img1.bmp'))]:
+            assert tuple(pixels[int(round(y)), int(round(x))]) == MARK
+    # the fold's counts keep the ignored regions apart from the classes
+    test_counts = summary['folds'][0]['test_whole']
+    assert sum(test_counts['per_class'].values()) + test_counts['ignored'] == \
+        test_counts['annotations']
+
+
+def test_classes_need_all_four_files(tmp_path):
+    raw = tmp_path / 'raw'
+    make_crchisto_classes(raw, layout='split')
+    next(raw.rglob('img3_others.mat')).unlink()
+    with pytest.raises(ValueError, match=r'img3: img3_others.mat missing \(--classes needs '
+                                         r'all four img3_<class>.mat files\)'):
+        crchisto.load_images(raw, with_classes=True)
+    with pytest.raises(ValueError, match='img2: detection files in two folders'):
+        twin = raw / 'cls_and_det' / 'extra' / 'img2'
+        shutil.copytree(next(raw.rglob('img2_detection.mat')).parent, twin)
+        crchisto.load_images(raw)
+
+
+def test_binary_conversion_reads_no_classification_file(converted):
+    """The fixture's Classification folder holds one class file of four: fine without
+    --classes."""
+    images, counts = crchisto.load_images(converted[0])
+    assert all(set(im.labels.tolist()) <= {1} and not im.extra for im in images)

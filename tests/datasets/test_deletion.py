@@ -97,6 +97,22 @@ def test_cap_per_class():
     assert CapPerClass(k=10).keep('fov.png', []).size == 0
 
 
+@pytest.mark.parametrize('scheme', [KeepPerPatch(k=1), CapPerClass(k=1)])
+def test_ignored_regions_are_never_drawn_and_always_stay(scheme):
+    anns = _anns([1, 2, 1, 2, 1])
+    for i in (0, 3):
+        anns[i]['iscrowd'] = 1
+    drawn = []
+    for key in range(40):
+        keep = scheme.keep(f'tile{key}.png', anns).tolist()
+        assert {0, 3} <= set(keep)
+        drawn.append(tuple(sorted(set(keep) - {0, 3})))
+    if isinstance(scheme, KeepPerPatch):
+        assert {d for d in drawn} == {(1,), (2,), (4,)}
+    else:  # one of class 1 (2 or 4) and the only cell of class 2 (1)
+        assert {d for d in drawn} == {(1, 2), (1, 4)}
+
+
 def test_subset_keeps_only_flagged_annotations_then_applies_the_scheme():
     original = [True, False, True, False, False, True]
     scheme = KeepPerPatch(k=1, subset='original')

@@ -18,7 +18,7 @@ from mmdet_pu.engine.runner import TiledTestLoop, TiledValLoop, merge_tile_predi
 from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
 from mmdet_pu.engine.runner.tiled_loop import TiledInferenceMixin
 from mmdet_pu.evaluation import CellDetMetric
-from cellio.tiling import tile_grid
+from cellio.tiling import window_grid
 from mmdet_pu.models.detectors import FusedEnsemble
 
 
@@ -53,7 +53,7 @@ def test_tile_cores_split_every_overlap_in_its_middle(drop):
     # 160 px, 64 px tiles with overlap 16: origins 0, 48, 96; overlaps [48, 64) and
     # [96, 112), split at 56 and 104. ``drop`` removes a window (a tile without tissue):
     # its neighbours' cores then reach over its area.
-    windows = tile_grid(160, 160, 64, 16)
+    windows = window_grid(160, 160, 64, 16)
     if drop is not None:
         windows.pop(drop)
     cores = tile_cores(windows)
@@ -70,7 +70,7 @@ def test_tile_cores_split_every_overlap_in_its_middle(drop):
     owners = torch.stack([in_core(boxes, core) for core in cores]).sum(0)
     assert owners.eq(1).all() if drop is None else owners.ge(1).all()
     # without overlap the cores do not cut: every detection of a tile is kept
-    assert set(tile_cores(tile_grid(128, 128, 64, 0))) == {(-math.inf,) * 2 + (math.inf,) * 2}
+    assert set(tile_cores(window_grid(128, 128, 64, 0))) == {(-math.inf,) * 2 + (math.inf,) * 2}
 
 
 def test_core_drops_the_cut_part_of_a_cell_that_nms_would_keep():
@@ -138,13 +138,13 @@ MODELS.register_module(name='DarkBlobDetector', module=DarkBlobDetector, force=T
 CELLS = [(20, 20), (56, 30), (66, 90), (110, 110), (140, 60)]  # top-left corners
 
 
-def write_dataset(root, cells=CELLS):
-    """One 160 x 160 image with 16 px square ``cells``; three of :data:`CELLS` lie on
-    tile borders (tiles of 64 px with overlap 16 start at 0, 48, 96)."""
+def write_dataset(root):
+    """One 160 x 160 image with 16 px square cells, three of them on tile borders
+    (tiles of 64 px with overlap 16 start at 0, 48, 96)."""
     (root / 'images').mkdir(parents=True)
     image = np.full((160, 160, 3), 220, np.uint8)
     annotations = []
-    for i, (x, y) in enumerate(cells):
+    for i, (x, y) in enumerate(CELLS):
         image[y:y + 16, x:x + 16] = 40
         annotations.append(dict(id=i + 1, image_id=1, category_id=1, bbox=[x, y, 16, 16],
                                 area=256, iscrowd=0))
@@ -201,13 +201,12 @@ def test_tiled_test_loop_end_to_end(tmp_path):
 
 
 def test_without_overlap_a_cell_cut_in_halves_is_counted_twice(tmp_path):
-    # Tiles at x0 = 0, 80: the cell at x 72..88 is cut in two 8 px halves (IoU 0 with
-    # each other, so NMS keeps both): one half matches (IoU 0.5), one is an FP.
-    cells = [(20, 20), (72, 30), (110, 110)]
-    write_dataset(tmp_path, cells)
-    metrics = build_runner(tmp_path, dict(type='TiledTestLoop', tile_size=80,
+    # Tiles at x0 = 0, 64, 96: the cell at x 56..72 is cut in two 8 px halves (IoU 0
+    # with each other, so NMS keeps both): one half matches (IoU 0.5), one is an FP.
+    write_dataset(tmp_path)
+    metrics = build_runner(tmp_path, dict(type='TiledTestLoop', tile_size=64,
                                           overlap=0)).test()
-    assert (metrics['cell/cell/tp'], metrics['cell/cell/fp']) == (len(cells), 1)
+    assert (metrics['cell/cell/tp'], metrics['cell/cell/fp']) == (len(CELLS), 1)
 
 
 def test_tiles_of_a_resized_input_are_shifted_in_original_pixels(tmp_path):

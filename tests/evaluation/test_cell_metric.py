@@ -13,7 +13,8 @@ from mmdet.structures import DetDataSample
 from mmdet.structures.bbox import HorizontalBoxes
 from mmdet_pu.evaluation import CellDetMetric, count_per_class, match_image
 from mmdet_pu.evaluation.cell_metric import detection_rates, dump_metric
-from mmdet_pu.evaluation.matching import ERROR_KINDS, box_iou, error_kinds, to_numpy
+from mmdet_pu.evaluation.matching import (ERROR_KINDS, box_iou, dont_care, error_kinds,
+                                          to_numpy)
 
 
 def box(x, y, w=10, h=10):
@@ -108,8 +109,10 @@ def test_detection_rates_definitions():
 # ---------------------------------------------------------------- metric
 
 
-def sample(pred_boxes, scores, pred_labels, gt_boxes, gt_labels, img_id=0):
-    """A DetDataSample as the test loop hands it to the evaluator."""
+def sample(pred_boxes, scores, pred_labels, gt_boxes, gt_labels, img_id=0,
+           ignored_boxes=None):
+    """A DetDataSample as the test loop hands it to the evaluator (``ignored_boxes``:
+    its ignored instances, as mmdet's PackDetInputs splits them off)."""
     s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'img{img_id}.png'))
     s.pred_instances = InstanceData(
         bboxes=torch.tensor(pred_boxes, dtype=torch.float32).reshape(-1, 4),
@@ -118,6 +121,11 @@ def sample(pred_boxes, scores, pred_labels, gt_boxes, gt_labels, img_id=0):
     s.gt_instances = InstanceData(
         bboxes=HorizontalBoxes(torch.tensor(gt_boxes, dtype=torch.float32).reshape(-1, 4)),
         labels=torch.tensor(gt_labels, dtype=torch.int64))
+    if ignored_boxes is not None:
+        s.ignored_instances = InstanceData(
+            bboxes=HorizontalBoxes(torch.tensor(ignored_boxes,
+                                                dtype=torch.float32).reshape(-1, 4)),
+            labels=torch.zeros(len(ignored_boxes), dtype=torch.int64))
     return s
 
 
@@ -314,3 +322,34 @@ def test_false_positives_by_kind():
     # at score >= 0.5; the large box below it is not counted
     assert [metrics[f'cell/a/fp_{kind}'] for kind in ERROR_KINDS[1:]] == [1, 1, 1, 1]
     assert metrics['cell/a/fp'] == 4 and metrics['cell/b/fp_box'] == 0
+
+
+# ---------------------------------------------------------------- ignored regions
+
+def test_dont_care_is_a_non_tp_detection_of_an_ignored_region():
+    match = match_image([box(0, 0), box(1, 0), box(50, 50), box(100, 100)],
+                        [0.9, 0.8, 0.7, 0.6], [0, 0, 0, 0], [box(0, 0)], [0])
+    ignored = [box(0, 0), box(51, 50), box(100, 104)]  # IoU 1, 0.82, 0.43
+    assert dont_care(match, [box(0, 0), box(1, 0), box(50, 50), box(100, 100)],
+                     ignored).tolist() == [False, True, True, False]
+    assert dont_care(match, [box(0, 0), box(1, 0), box(50, 50), box(100, 100)],
+                     np.zeros((0, 4))).tolist() == [False] * 4
+    # with the radius criterion, centre distances decide
+    assert dont_care(match, [box(0, 0), box(1, 0), box(50, 50), box(100, 100)], ignored,
+                     radius=3.5).tolist() == [False, True, True, False]
+
+
+def test_ignored_regions_are_neither_tp_fp_nor_fn():
+    # a cell found (TP), a detection of an unclassified nucleus (don't care, any class),
+    # a background FP, and an ignored region nobody detected (not a miss)
+    with_ignored = sample([box(0, 0), box(50, 50), box(200, 200)], [0.9, 0.8, 0.7],
+                          [0, 1, 0], [box(0, 0)], [0],
+                          ignored_boxes=[box(50, 50), box(120, 120)])
+    metrics = evaluate([with_ignored], classes=('a', 'b'))
+    assert (metrics['cell/a/tp'], metrics['cell/a/fp'], metrics['cell/a/fn']) == (1, 1, 0)
+    assert (metrics['cell/b/tp'], metrics['cell/b/fp'], metrics['cell/b/fn']) == (0, 0, 0)
+    # ranked over the set: 0.9 TP, 0.7 FP for class a; the don't-care detection left out
+    assert metrics['cell/a/ap'] == 1.0
+    without = sample([box(0, 0), box(50, 50), box(200, 200)], [0.9, 0.8, 0.7], [0, 1, 0],
+                     [box(0, 0)], [0])
+    assert evaluate([without], classes=('a', 'b'))['cell/b/fp'] == 1

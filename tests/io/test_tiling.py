@@ -3,7 +3,8 @@ import itertools
 import numpy as np
 import pytest
 
-from cellio.tiling import crop_to_tile, point_boxes, tile_grid, tile_spans
+from cellio.tiling import (crop_to_tile, point_boxes, tile_grid, tile_spans, window_grid,
+                           window_origins)
 
 
 @pytest.mark.parametrize('length, tile, overlap, expected', [
@@ -77,6 +78,21 @@ def test_tile_grid_covers_image_row_by_row():
     assert grid[-1] == (1080, 957, 459, 419)
     assert tile_grid(300, 200, None, 0) == [(0, 0, 300, 200)]
     assert tile_grid(300, 200, 500, 100) == [(0, 0, 300, 200)]
+
+
+@pytest.mark.parametrize('length, tile, overlap, expected', [
+    (500, 250, 50, [0, 200, 250]),
+    (512, 256, 64, [0, 192, 256]),
+    (1024, 256, 0, [0, 256, 512, 768]),
+    (200, 256, 64, [0]),
+    (256, 256, 64, [0]),
+])
+def test_inference_windows_are_full_size_the_last_flush_with_the_border(length, tile,
+                                                                        overlap, expected):
+    assert window_origins(length, tile, overlap) == expected
+    windows = window_grid(length, 100, tile, overlap)
+    assert [(x, w) for x, _, w, _ in windows] == [(x, min(tile, length)) for x in expected]
+    assert windows[-1][0] + windows[-1][2] == length
 
 
 def test_point_boxes_are_centred_and_clipped():

@@ -53,7 +53,7 @@ def tile_cores(windows: Sequence[Tuple[int, int, int, int]]
     """The core ``(x_low, y_low, x_high, y_high)`` of every window of a tile grid.
 
     ``windows`` are ``(x0, y0, w, h)`` on a grid (those of
-    :func:`~cellio.tiling.tile_grid`, or a
+    :func:`~cellio.tiling.window_grid`, or a
     subset of them, e.g. the tissue tiles of a slide). A window's neighbours are the
     next windows of its row (same ``y0``) and of its column (same ``x0``); each shared
     overlap is split in its middle. Where a neighbour is absent the core extends past

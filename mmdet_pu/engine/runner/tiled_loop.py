@@ -2,8 +2,8 @@
 (docs/method.md#tiled-inference).
 
 The dataloader yields whole images. Each one is cut into ``tile_size`` windows (stride
-``tile_size - overlap``, spread evenly so that neighbours overlap by ``overlap``:
-:func:`~mmdet_pu.io.tiling.tile_spans`), the windows are run through
+``tile_size - overlap``, last window flush with the border:
+:func:`~cellio.tiling.window_grid`), the windows are run through
 the model's ``test_step`` (its data preprocessor normalises and pads every tile, so a
 plain checkpoint is used unchanged), the boxes are shifted back to image coordinates,
 each tile keeps the detections centred in its core (the tile less half the overlap
@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader
 
 from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
-from cellio.tiling import tile_grid
+from cellio.tiling import window_grid
 from ...models.detectors import FusedEnsemble
 from .tile_merge import merge_tile_predictions, tile_cores
 
@@ -140,7 +140,7 @@ class TiledInferenceMixin:
                        sample: DetDataSample) -> InstanceData:
         """The detections of one whole image by one model, its tiles merged."""
         height, width = image.shape[-2:]
-        windows = tile_grid(width, height, self.tile_size, self.overlap)
+        windows = window_grid(width, height, self.tile_size, self.overlap)
         # Boxes come back rescaled to the original image (rescale=True); so must offsets
         # and cores.
         scale_w, scale_h = sample.metainfo.get('scale_factor', (1.0, 1.0))

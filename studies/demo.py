@@ -5,8 +5,8 @@ A preset names the methods of a variant (each with its config and its role in th
 closed) and the claim, the one paired test of the summary: the PU method against its
 comparison. :func:`run_demo` prepares the synthetic data (``data_prep/prepare.py
 synthetic``), plans every method x seed on it (:func:`.repeat.plan_runs`, overlays of the
-first seed), runs the plan and compares the runs (:mod:`studies.comparison`),
-then writes ``results.md``, ``results.json`` and ``figure.png`` (:mod:`.reports`).
+first seed), runs the plan and compares the runs (:mod:`.comparison`), then writes
+``results.md``, ``results.json`` and ``figure.png`` (:mod:`mmdet_pu.workflow.reports`).
 
 The summary gives per method the mean ± std over seeds of the average recall, precision
 and F1 (per class too for several classes) and the gap closed by the mean F1,

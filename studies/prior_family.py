@@ -11,8 +11,8 @@ For each regime (one config, :data:`REGIMES`), in ``<work dir>/<regime>/``:
   :data:`GRID_FACTORS` (every stage alike), all six at the first seed and, at the
   others, the :data:`REPLICATED` values with the best test F1 at the first seed (the
   others are far from the best there and are reported at that seed);
-* ``fit/seed<K>``: the shipped workflow, :func:`~.prior_fit.fit_prior`, on the
-  provisional run of that seed (linked, not trained again), on the config as it is
+* ``fit/seed<K>``: the shipped workflow, :func:`~mmdet_pu.workflow.prior_fit.fit_prior`,
+  on the provisional run of that seed (linked, not trained again), on the config as it is
   (``box_fit=False``: the family compares prior rules on one detector).
 
 Every run is tested on the complete test labels: F1 at 0.5, F1 at the

@@ -3,11 +3,12 @@ docs/method.md#prior-selection).
 
 Every candidate value trains the config once, in ``<work dir>/prior_<value>``, with the
 value at every prior key (:func:`mmdet_pu.prior.keys.find_prior_keys` unless given): a
-:class:`~.runs.Run` without a test, scheduled by :func:`~.runs.run_all`. Training ends
-with a validation pass whose ``CellDetMetric`` dump, ``cell_metrics/val_per_image.json``,
-is the value's result; a value that has one is not trained again (unless ``force``),
-whatever options it was trained with, and reports the options it was trained with (read
-from the config that mmengine dumped in its folder).
+:class:`~mmdet_pu.workflow.runs.Run` without a test, scheduled by
+:func:`~mmdet_pu.workflow.runs.run_all`. Training ends with a validation pass whose
+``CellDetMetric`` dump, ``cell_metrics/val_per_image.json``, is the value's result; a
+value that has one is not trained again (unless ``force``), whatever options it was
+trained with, and reports the options it was trained with (read from the config that
+mmengine dumped in its folder).
 
 The chosen value (:mod:`mmdet_pu.prior.selection`) has the best validation average
 recall, the paper's criterion (ties to the smaller prior: a bolder detector trades

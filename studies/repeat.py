@@ -2,16 +2,17 @@
 
 plan -> run -> compare -> write:
 
-* :func:`plan_runs`: per method one :class:`~.runs.Run` per seed (``randomness.seed``,
-  the seed of training, not of the annotation deletion, which keeps the config's own)
-  and, with folds, per fold (every ``annotations/fold<k>/`` path set to the fold's,
-  :func:`~.runs.fold_options`), each in ``<work dir>/<config stem>/seed<K>[_fold<F>]``;
-* :func:`run_plan`: :func:`~.runs.run_all`, seed-major (an interrupted experiment has
-  every method of the first seeds);
-* :func:`compare_runs`: the tables of :func:`studies.comparison.compare`
-  over the runs' test dumps, paired by seed (and fold);
+* :func:`plan_runs`: per method one :class:`~mmdet_pu.workflow.runs.Run` per seed
+  (``randomness.seed``, the seed of training, not of the annotation deletion, which keeps
+  the config's own) and, with folds, per fold (every ``annotations/fold<k>/`` path set to
+  the fold's, :func:`~mmdet_pu.workflow.runs.fold_options`), each in
+  ``<work dir>/<config stem>/seed<K>[_fold<F>]``;
+* :func:`run_plan`: :func:`~mmdet_pu.workflow.runs.run_all`, seed-major (an interrupted
+  experiment has every method of the first seeds);
+* :func:`compare_runs`: the tables of :func:`.comparison.compare` over the runs' test
+  dumps, paired by seed (and fold);
 * :func:`write_results`: ``results.md``, ``results.json`` and ``results.png`` through
-  :mod:`.reports`.
+  :mod:`mmdet_pu.workflow.reports`.
 
 The demo (:mod:`.demo`) is a preset of it.
 """
@@ -85,7 +86,7 @@ def dry_run(plan: Dict[str, List[Run]]) -> List[str]:
 
 def run_plan(plan: Dict[str, List[Run]], jobs: int = 1,
              echo: Callable[[str], None] = print, status_every: float = 60) -> None:
-    """Train and test what the plan still needs (:func:`~.runs.run_all`)."""
+    """Train and test what the plan still needs (:func:`~mmdet_pu.workflow.runs.run_all`)."""
     run_all(seed_major(plan), jobs, echo=echo, status_every=status_every)
 
 

@@ -13,6 +13,7 @@ from mmengine.dist import get_dist_info, init_dist
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from mmdet_pu.datasets.data_classes import apply_data_classes
 from mmdet_pu.datasets.deletion import apply_deletion
 from mmdet_pu.evaluation.overlay_hook import add_overlay_hook
 from mmdet_pu.evaluation.validation_thr import set_test_score_thr
@@ -36,7 +37,9 @@ def parse_cfg_options(options):
 def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
     """Read ``config`` the way mmdet's tools do and prepare it for ``launcher``.
 
-    ``--cfg-options`` are merged, then the config's ``deletion`` is handed to its loaders
+    ``--cfg-options`` are merged, the classes of the prepared data set where the config
+    asks for them (:func:`~mmdet_pu.datasets.data_classes.apply_data_classes`), then the
+    config's ``deletion`` is handed to its loaders
     (:func:`~mmdet_pu.datasets.deletion.apply_deletion`, as ``CellRunner`` does), so
     tools that build datasets from the config see the runner's. The work dir is
     ``work_dir``, the config's own ``work_dir``, or ``./work_dirs/<config name>``.
@@ -46,7 +49,7 @@ def load_config(config, cfg_options=None, work_dir=None, launcher='none'):
     cfg.launcher = launcher
     if cfg_options is not None:
         cfg.merge_from_dict(cfg_options)
-    cfg = apply_deletion(cfg)
+    cfg = apply_deletion(apply_data_classes(cfg))
     if work_dir is not None:
         cfg.work_dir = work_dir
     elif cfg.get('work_dir', None) is None:

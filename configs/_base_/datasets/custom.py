@@ -26,12 +26,17 @@ _base_ = './_cell_coco.py'
 data_root = 'data/custom/'
 num_classes = 1
 metainfo = dict(classes=('cell', ), palette=[(75, 230, 57)])
+# The classes, the box heads' num_classes and the number of class priors are those of the
+# prepared data (its annotations' categories, mmdet_pu/datasets/data_classes.py), so one
+# config takes any classes; metainfo above holds until the data exists.
+classes_from_data = True
 prepare_cmd = ('python data_prep/prepare.py qupath --src <images + QuPath GeoJSON dir> '
                '--out data/custom')
 
 # the loaders of ./_cell_coco.py, pointed at this dataset
 dataset_fields = dict(data_root=data_root, metainfo=metainfo, prepare_cmd=prepare_cmd)
 train_dataloader = dict(
+    batch_size=4,
     dataset=dict(dataset_fields, pipeline=_base_.all_flips_train_pipeline))
 val_dataloader = dict(dataset=dataset_fields)
 test_dataloader = dict(dataset=dataset_fields)

@@ -15,21 +15,25 @@ import itertools
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from ...datasets.data_classes import apply_data_classes
 from ...datasets.deletion import apply_deletion
 from .config_text import OnceFormattedConfig
 
 
 @RUNNERS.register_module()
 class CellRunner(Runner):
-    """``Runner`` whose :meth:`from_cfg` applies the config's ``deletion`` first
-    (:func:`~mmdet_pu.datasets.deletion.apply_deletion`) and keeps the config as an
+    """``Runner`` whose :meth:`from_cfg` applies the classes of the prepared data where
+    the config asks for them (:func:`~mmdet_pu.datasets.data_classes.apply_data_classes`)
+    and the config's ``deletion`` first
+    (:func:`~mmdet_pu.datasets.deletion.apply_deletion`), and keeps the config as an
     :class:`~.config_text.OnceFormattedConfig`."""
 
     _visualizers = itertools.count()
 
     @classmethod
     def from_cfg(cls, cfg) -> 'Runner':
-        return super().from_cfg(OnceFormattedConfig.of(apply_deletion(cfg)))
+        return super().from_cfg(
+            OnceFormattedConfig.of(apply_deletion(apply_data_classes(cfg))))
 
     def build_visualizer(self, visualizer=None):
         """mmengine's, with a name no other runner of the process has used.

@@ -25,7 +25,7 @@ Classes. Without ``--type-masks`` every instance is one class, ``--class``. With
 relative path and stem below ``DIR`` (one type per pixel, 0 = background; the type image
 of CoNSeP, Lizard, PanNuke or HoVer-Net exports), type ``k`` naming the ``k``-th class:
 a nucleus takes the type most of its pixels have (background pixels do not vote, ties
-go to the lower type; :func:`~mmdet_pu.io.instance_masks.instance_types`). A nucleus
+go to the lower type; :func:`~cellio.instance_masks.instance_types`). A nucleus
 without a typed pixel is *unclassified*: written as an ignored annotation (``iscrowd``
 1: neither a cell nor background in training and evaluation). A nucleus whose type holds
 less than half of its typed pixels (:data:`MIXED_SHARE`) still takes it and is counted
@@ -318,7 +318,7 @@ def load_pair(source, image_path, mask_path, group, channels=None,
     """``(SourceImage, n_ids_in_pieces, n_mixed)`` of an image and its label image.
 
     With ``type_path``, a type image of ``n_types`` types, each instance's label is its
-    type (:func:`~mmdet_pu.io.instance_masks.instance_types`); an instance without a
+    type (:func:`~cellio.instance_masks.instance_types`); an instance without a
     typed pixel gets label 1 and ``iscrowd`` 1 (an ignored annotation), and
     ``n_mixed`` counts the typed instances whose type holds less than
     :data:`MIXED_SHARE` of their typed pixels (0 without types).

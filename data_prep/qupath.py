@@ -6,21 +6,21 @@ Input (``--src DIR``, only read)::
     DIR/**/<stem>.geojson|.json|.geojson.gz|.json.gz|.zip            QuPath export of each
 
 Matching. An export belongs to the image in its folder whose name without extension is
-its stem, by QuPath's rule (:mod:`mmdet_pu.io.qupath.naming`: ``x.ome.tif`` ->
+its stem, by QuPath's rule (:mod:`cellio.qupath.naming`: ``x.ome.tif`` ->
 ``x.geojson``, also ``x.ome.geojson`` and ``x.svs.geojson``). Images without an export
 are skipped and counted; a ``.geojson`` (``.gz``) without its image, an export matching
 two images and an image with two exports are errors; a ``.json`` or ``.zip`` matching no
 image is listed as unused (QuPath project folders hold other JSON). The GeoJSON rules
-(every form QuPath 0.2-0.6 writes) are those of :mod:`mmdet_pu.io.qupath`. With ``--csv
+(every form QuPath 0.2-0.6 writes) are those of :mod:`cellio.qupath`. With ``--csv
 FILE`` (header ``image,x,y[,class]``, ``image`` = path relative to DIR, other columns
 ignored; :func:`data_prep.points.read_point_table`) the images named in the CSV are read
 instead, each row a point; exports are then not read.
 
-Pixels and coordinates (:func:`mmdet_pu.io.sources.open_image_source`). PNG / JPEG / BMP
-through :class:`mmdet_pu.io.images.LazyImageReader`; TIFFs and whole slides through
-:func:`mmdet_pu.io.slides.open_level_regions` at level 0 (opened lazily), the reader of
+Pixels and coordinates (:func:`cellio.sources.open_image_source`). PNG / JPEG / BMP
+through :class:`cellio.images.LazyImageReader`; TIFFs and whole slides through
+:func:`cellio.slides.open_level_regions` at level 0 (opened lazily), the reader of
 whole-slide inference, which also gives their ``mpp`` (written on every image entry).
-Exports are in QuPath's frame (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`): on
+Exports are in QuPath's frame (:meth:`~cellio.slides.SlideReader.qupath_frame`): on
 a slide with ``openslide.bounds-*`` (MIRAX) QuPath's origin is the bounds' corner and
 its image the bounds, so coordinates are shifted by it into level-0 pixels of the file
 (``--frame level0`` for a slide QuPath opened with Bio-Formats or ``--no-crop``); objects
@@ -28,7 +28,7 @@ outside QuPath's image are skipped and reported, and an export whose every regio
 outside its image is an error that says by how much. Only the first plane (``z = t =
 0``) of an image is read.
 
-Roles (see :func:`mmdet_pu.io.qupath.annotation_role`):
+Roles (see :func:`cellio.qupath.annotation_role`):
 
 * Cells: points, detections, cells and cell-class annotation polygons. An annotation
   polygon larger than ``--max-cell-size`` that would be a cell is ambiguous (an area of
@@ -49,7 +49,7 @@ Unclassified cells (QuPath's calibration points, ...) are skipped when any cell 
 classified, unless ``--unclassified-class NAME`` makes them a class; when no cell is
 classified they are the one class ``NAME`` (default ``cell``). COCO categories carry
 ``color`` ([r, g, b]) from the classifications
-(:func:`mmdet_pu.io.qupath.default_color` for classes without one).
+(:func:`cellio.qupath.default_color` for classes without one).
 
 Images written (:mod:`data_prep.qupath_crops`). Each region's bounding box is clipped to
 QuPath's image, rounded outwards to whole pixels, overlapping boxes are merged, and each
@@ -59,7 +59,7 @@ image path and ``origin`` = its level-0 corner, so every image entry's ``source`
 ``origin`` the frame's corner when QuPath crops it). A cell belongs to the crop
 containing its point (box centre for polygons); cells outside every region polygon are
 counted (``outside_regions``) and kept when they fall in a crop, skipped otherwise. A
-crop may not exceed :data:`mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels (test crops are
+crop may not exceed :data:`cellio.images.MAX_WHOLE_PIXELS` pixels (test crops are
 written whole). Boxes: a ``--box-size`` box centred on each point, the bounding box of
 each polygon; a crop whose cells are all points gives the writer points.
 
@@ -112,7 +112,7 @@ from cellio.sources import IMAGE_SUFFIXES, ImageSource, open_image_source
 DEFAULT_CLASS = 'cell'
 #: Largest side of a polygon cell by default, in pixels (about 64 um at 0.25 um/px).
 MAX_CELL_SIZE = 256
-#: How the command line chooses a plane (:meth:`mmdet_pu.io.qupath.PlaneError.message`).
+#: How the command line chooses a plane (:meth:`cellio.qupath.PlaneError.message`).
 PLANE_OPTION = '--plane {z},{t}'
 #: The object type of a CSV row's cell, in the report.
 CSV_ROW = 'csv row'
@@ -282,7 +282,7 @@ def check_regions_on_image(content, size, display, source):
 
 
 def ambiguity_message(errors, max_cell_size):
-    """One message for the :class:`~mmdet_pu.io.qupath.AmbiguousClassError` of every
+    """One message for the :class:`~cellio.qupath.AmbiguousClassError` of every
     file, with the options that resolve them."""
     classes = sorted({label for err in errors for label in err.oversized})
     lines = [f'  {err.display}: {describe_oversized(err.oversized)}' for err in errors]

@@ -7,7 +7,7 @@ image without regions is written whole). A cell belongs to the crop containing i
 anchor (its point, or the centre of its box); cells outside every region polygon are
 counted (``outside_regions``) and kept when they fall in a crop, skipped otherwise.
 Ignored areas are painted :data:`IGNORED_FILL` and their cells dropped. A crop may not
-exceed :data:`~mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels (test crops are written
+exceed :data:`~cellio.images.MAX_WHOLE_PIXELS` pixels (test crops are written
 whole).
 
 :func:`source_images` also records in each entry's ``report`` what became of every
@@ -46,7 +46,7 @@ def region_crops(regions, frame):
 
 
 def derived_regions(cells, margin):
-    """One rectangular :class:`~mmdet_pu.io.qupath.Region` per cell: its box grown by
+    """One rectangular :class:`~cellio.qupath.Region` per cell: its box grown by
     ``margin`` pixels."""
     return [Region.rectangle((x0 - margin, y0 - margin, x1 + margin, y1 + margin))
             for x0, y0, x1, y1 in (cell.box for cell in cells)]

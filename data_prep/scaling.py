@@ -162,7 +162,7 @@ def rescale(image, scale, box_size=None):
 
     Raises:
         ValueError: the resampled image exceeds
-            :data:`~mmdet_pu.io.images.MAX_WHOLE_PIXELS` pixels.
+            :data:`~cellio.images.MAX_WHOLE_PIXELS` pixels.
     """
     if scale == 1:
         return image

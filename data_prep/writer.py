@@ -37,7 +37,7 @@ One per whole raw image::
   Boxes must keep a positive width and height after clipping. ``N = 0`` is allowed.
 * ``reader`` is any object with ``read_region(x0, y0, w, h)`` returning an (h, w, 3)
   uint8 RGB array, and optionally ``close()`` (called when the image is done). Use
-  :class:`mmdet_pu.io.images.ImageFileReader` / :class:`~mmdet_pu.io.images.ArrayReader`
+  :class:`cellio.images.ImageFileReader` / :class:`~cellio.images.ArrayReader`
   for ordinary images; whole images are never read at once unless they are test images
   (written whole for tiled evaluation) or a single tile.
 * ``extra`` values must be JSON-serialisable numbers/strings (numpy scalars are

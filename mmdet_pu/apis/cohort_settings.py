@@ -25,7 +25,7 @@ class CohortSettings:
     (:func:`~.resolution.plan_resolution`).
 
     ``frame`` is QuPath's frame of ``roi`` and of the outputs
-    (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`): ``'bounds'``, level 0 less
+    (:meth:`~cellio.slides.SlideReader.qupath_frame`): ``'bounds'``, level 0 less
     the ``openslide.bounds-x/y`` of a slide that has them (QuPath's OpenSlide server),
     or ``'level0'``, level 0 as it is (a slide QuPath opened with Bio-Formats or
     ``--no-crop``); ``infer_slide``'s ``use_bounds``.

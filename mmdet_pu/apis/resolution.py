@@ -9,7 +9,7 @@ by from their sources (``scale``: ``prepare.py masks|qupath --scale``, the check
 ``dataset_meta['scale']``); a slide of the same kind is then resampled by it. Without
 either, a slide is read at level 0 as it is, with a :class:`ResolutionWarning`. Regions
 of interest are level-0 pixels of QuPath's frame
-(:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`), whatever the level read.
+(:meth:`~cellio.slides.SlideReader.qupath_frame`), whatever the level read.
 """
 import math
 import warnings
@@ -54,7 +54,7 @@ def plan_resolution(reader: SlideReader, target_mpp=None, level=None,
 
     * ``target_mpp`` and the slide's resolution known: ``level``, by default the level
       closest to ``target_mpp``
-      (:meth:`~mmdet_pu.io.slides.SlideReader.level_for_mpp`), resampled by ``level mpp
+      (:meth:`~cellio.slides.SlideReader.level_for_mpp`), resampled by ``level mpp
       / target_mpp``, unless the two differ by at most ``tolerance`` (relative): then
       as it is.
     * else, with ``scale``: ``level``, by default the level whose downsample is closest
@@ -128,7 +128,7 @@ def level0_roi(reader: SlideReader, roi, use_bounds=True):
     same region in level-0 pixels, with QuPath's origin: ``(roi, level0, (ox, oy))``.
 
     ``use_bounds``: QuPath's frame is the OpenSlide bounds
-    (:meth:`~mmdet_pu.io.slides.SlideReader.qupath_frame`).
+    (:meth:`~cellio.slides.SlideReader.qupath_frame`).
     """
     ox, oy, width, height = reader.qupath_frame(use_bounds)
     x, y, w, h = check_roi(roi, (width, height), reader.path)

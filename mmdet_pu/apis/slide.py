@@ -4,7 +4,7 @@ batched model -> merge -> detections in QuPath's level-0 pixels (docs/slides.md)
     model = init_slide_model('configs/pu/nucls_mpu.py', 'iter_2580.pth')  # .slide_model
     result = infer_slide(model, 'slide.svs', roi=(20000, 8000, 4096, 4096))
     print(result.summary())
-    write_slide_outputs(result, 'out/')  # mmdet_pu.io.detection_writers: GeoJSON, CSV
+    write_slide_outputs(result, 'out/')  # cellio.detection_writers: GeoJSON, CSV
 
 The steps of :func:`infer_slide`:
 

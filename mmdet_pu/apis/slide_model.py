@@ -72,7 +72,7 @@ def slide_dataset_meta(cfg, checkpoint_meta) -> dict:
     ``checkpoint_meta`` (``init_detector``'s: the checkpoint's ``dataset_meta``, or
     mmdet's COCO classes when it has none), else ``class<i>``; classes without a
     palette entry get the GeoJSON writer's stable colour of their name
-    (:func:`~mmdet_pu.io.qupath.default_color`); ``mpp``, the training resolution
+    (:func:`~cellio.qupath.default_color`); ``mpp``, the training resolution
     (:func:`training_mpp`, ``None`` if unknown), and ``scale``, the factor the training
     images were resampled by from their sources (the same way, ``None`` if unknown).
 

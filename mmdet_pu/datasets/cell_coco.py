@@ -110,7 +110,7 @@ class CellCocoDataset(CocoDataset):
       otherwise) and ``file_name``; each instance keeps the annotation's own fields
       (``point``, ``score``, TUPAC's ``original``, ...).
     * ``pseudo_labels``: a JSON file of further cells per image (the self-training of
-      ``tools/fit_prior.py``, :mod:`mmdet_pu.experiments.pseudo_labels`), added after the
+      ``tools/fit_prior.py``, :mod:`mmdet_pu.workflow.pseudo_labels`), added after the
       deletion as instances with ``pseudo=True``: ``{"images": {file_name: [[x1, y1,
       x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based class
       indices; checked when the dataset loads, :func:`read_pseudo_labels`). Its optional

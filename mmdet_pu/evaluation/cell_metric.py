@@ -37,7 +37,7 @@ the same criterion, ranked by score over the whole set per class
 matching of all detections also gives the counts at any threshold
 (:mod:`mmdet_pu.evaluation.rates`): at ``score_thr``, at each candidate threshold, and,
 from the per-image dump, at a threshold chosen later (the validation threshold of
-:mod:`mmdet_pu.evaluation.comparison`).
+:mod:`studies.comparison`).
 """
 import csv
 import numbers

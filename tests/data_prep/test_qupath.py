@@ -786,7 +786,7 @@ def test_slides_are_read_by_the_whole_slide_reader_opened_lazily(tmp_path):
 
 
 def test_command_line_parses_and_the_readers_need_no_model_code():
-    """``prepare.py qupath`` builds its options; the readers it uses (``mmdet_pu.io``)
+    """``prepare.py qupath`` builds its options; the readers it uses (``cellio``)
     import neither torch nor mmdet themselves (only the package's registration does)."""
     code = ("from data_prep.prepare import build_parser; "
             "args = build_parser(['qupath']).parse_args(['qupath', '--src', 'a', '--out', "

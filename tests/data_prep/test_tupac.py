@@ -67,7 +67,7 @@ def test_raw_counts_record_original_and_alternative_labels(converted):
 
 
 #: The patches of a 1100 x 900 fixture image at 500 px without overlap: 3 x 2, spread
-#: evenly (mmdet_pu.io.tiling.tile_spans).
+#: evenly (cellio.tiling.tile_spans).
 GRID = [(x, y, w, 450) for y in (0, 450) for x, w in ((0, 367), (367, 367), (734, 366))]
 
 

@@ -96,8 +96,6 @@ def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
         check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth', 0.1)
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures('forked_commands')
 def test_the_round_has_half_the_fused_vote_and_the_criterion_shares_the_rest():
     rows = [dict(pu_criterion=c) for c in (1.0, 0.5, 0.5, 0.9)]
     assert fusion_weights(rows) == pytest.approx([0.25, 0.125, 0.125, 0.5])
@@ -106,6 +104,8 @@ def test_the_round_has_half_the_fused_vote_and_the_criterion_shares_the_rest():
     assert fusion_weights(rows) == pytest.approx([1 / 6, 1 / 6, 1 / 6, 0.5])
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures('forked_commands')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
     the self-training on the provisional's detections at the chosen priors."""

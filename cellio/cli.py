@@ -96,8 +96,8 @@ def positive_float(text):
 
 
 def score_thr_or_val(text):
-    """argparse type of the test command line's ``--score-thr``: a score in [0, 1], or
-    ``'val'`` (:func:`mmdet_pu.evaluation.score_threshold.set_test_score_thr`)."""
+    """argparse type of ``--score-thr`` of the test and slide command lines: a score in
+    [0, 1], or ``'val'`` (:func:`mmdet_pu.evaluation.validation_thr.resolve_score_thr`)."""
     if text == 'val':
         return text
     try:

@@ -5,7 +5,7 @@ Usage::
 
     python tools/infer_slide.py CONFIG CHECKPOINT SLIDES --out OUT_DIR
         [--target-mpp UM] [--level L] [--roi x,y,w,h] [--frame bounds|level0]
-        [--tile T] [--overlap O] [--batch-size N] [--score-thr S] [--nms-iou IOU]
+        [--tile T] [--overlap O] [--batch-size N] [--score-thr S|val] [--nms-iou IOU]
         [--device cpu|cuda]
         [--no-tissue-mask | --tissue-downsample D --tissue-saturation S
          --tissue-od OD --tissue-dilate PX] [--overwrite] [--no-progress]
@@ -29,7 +29,9 @@ training resolution (the checkpoint's ``dataset_meta.mpp``, else the config's
 slides finished with the same settings (``--overwrite`` recomputes them); a slide that
 fails (an unreadable file, an ``--roi`` outside QuPath's image, ...) is recorded and the
 others go on. ``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop``
-settings. The pipeline: docs/slides.md.
+settings, ``--score-thr`` to the config's test threshold (``test_evaluator.score_thr``:
+0.5 in the shipped configs, or ``'val'``; ``--score-thr val``: the validation's, read as
+``tools/test.py --score-thr val`` reads it). The pipeline: docs/slides.md.
 
 Exit status: 0 when every slide is done, 3 when some failed (manifest.csv names them;
 process 0 only), 2 for bad input (``infer_slide.py: error: <message>``).
@@ -39,13 +41,14 @@ import sys
 
 from mmengine.config import DictAction
 
-from cellio.cli import int_at_least, parse_roi, positive_float
+from cellio.cli import int_at_least, parse_roi, positive_float, score_thr_or_val
 from mmdet_pu.apis.cohort import run_cohort
 from mmdet_pu.apis.cohort_plan import find_cohort
 from mmdet_pu.apis.cohort_settings import FRAMES, model_settings, run_identity
 from mmdet_pu.apis.slide_model import init_slide_model
 from mmdet_pu.apis.tissue import TissueMaskConfig
 from mmdet_pu.engine.launch import close_distributed, init_distributed
+from mmdet_pu.evaluation.validation_thr import detector_score_thr
 
 #: Exit status when some slides failed.
 EXIT_FAILED = 3
@@ -81,8 +84,11 @@ def parse_args(argv=None):
                         'largest cell (default 64)')
     parser.add_argument('--batch-size', type=int_at_least(1), default=8,
                         help='tiles per forward pass (default 8)')
-    parser.add_argument('--score-thr', type=float, default=0.5,
-                        help='minimum score of a detection (default 0.5, the paper\'s)')
+    parser.add_argument('--score-thr', type=score_thr_or_val,
+                        help="minimum score of a detection, or 'val' for the one the "
+                        "model's validation selected (default: the config's test "
+                        'threshold, test_evaluator.score_thr, as tools/test.py; 0.5 in '
+                        'the shipped configs and the fit\'s fused detector)')
     parser.add_argument('--nms-iou', type=float,
                         help="IoU of the NMS across tile borders (default: the config's)")
     parser.add_argument('--device', help='cpu or cuda (default: cuda when available; '
@@ -125,7 +131,8 @@ def main(argv=None):
         settings = model_settings(
             model, args.checkpoint, target_mpp=args.target_mpp, tile_size=args.tile,
             nms_iou=args.nms_iou, roi=args.roi, frame=args.frame, level=args.level,
-            overlap=args.overlap, batch_size=args.batch_size, score_thr=args.score_thr,
+            overlap=args.overlap, batch_size=args.batch_size,
+            score_thr=detector_score_thr(model.cfg, args.checkpoint, args.score_thr),
             tissue=tissue)
         summary = run_cohort(model, slides, args.out, settings,
                              run_identity(args.config, args.checkpoint, args.cfg_options),

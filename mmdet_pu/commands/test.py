@@ -14,15 +14,19 @@ of the config's ``CellDetMetric``.
 ``--score-thr`` replaces the metric's score threshold (0.5 in the shipped configs,
 docs/method.md#metrics): a number, or ``val`` for the threshold selected on the
 validation set at the end of training (``cell/pu_score_thr`` in ``<checkpoint
-dir>/cell_metrics/val_per_image.json``, written by a ``CellDetMetric`` with
-``score_thr_candidates``; see :mod:`mmdet_pu.evaluation.score_threshold` and
+dir>/cell_metrics/val_per_image.json``, or in the dump the config records as
+``validation_dump``, as a fit's ``fused/fused_config.py`` does; written by a
+``CellDetMetric`` with ``score_thr_candidates``; see
+:mod:`mmdet_pu.evaluation.score_threshold` and
 :func:`mmdet_pu.evaluation.validation_thr.set_test_score_thr`). A config
 can ask for the same with ``test_evaluator = dict(score_thr='val')`` (or ``--cfg-options
 test_evaluator.score_thr=val``; ``tools/demo.py`` and ``tools/repeat.py`` pass their
 options to every run); then a validation pass that found no labeled cell falls back to
-0.5 with a warning. The command line wins over the config.
+0.5 with a warning. The command line wins over the config. A threshold that cannot be
+had (no dump, no selected threshold) ends the command with a one-line message (status 2).
 """
 import argparse
+import sys
 
 from mmengine.config import DictAction
 
@@ -30,6 +34,7 @@ from cellio.cli import add_launcher_arguments, parse_launch_args, score_thr_or_v
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
 from mmdet_pu.engine.launch import build_runner, load_test_config
+from mmdet_pu.evaluation.validation_thr import ValidationThrError
 
 
 def parse_args():
@@ -77,7 +82,12 @@ def build_cfg(args):
 
 def main():
     args = parse_args()
-    runner = build_runner(build_cfg(args))
+    try:
+        cfg = build_cfg(args)
+    except ValidationThrError as error:  # a missing dump: what to do, not a traceback
+        print(f'test.py: error: {error}', file=sys.stderr)
+        sys.exit(2)
+    runner = build_runner(cfg)
     if args.out is not None:
         runner.test_evaluator.metrics.append(
             DumpDetResults(out_file_path=args.out))

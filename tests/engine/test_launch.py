@@ -88,3 +88,18 @@ def test_missing_or_empty_selection_is_a_clear_error(tmp_path):
     _write_val_dump(tmp_path, None)
     with pytest.raises(ValueError, match='no selected threshold'):
         build_cfg(tmp_path / 'iter_300.pth', 'val')
+
+
+def test_the_test_command_names_a_missing_dump_in_one_line(tmp_path):
+    """tools/test.py --score-thr val without the dump: the file and what to do, status
+    2, no traceback; a validation that selected nothing, the same."""
+    checkpoint = tmp_path / 'iter_300.pth'
+    for empty_dump in (False, True):
+        if empty_dump:
+            _write_val_dump(tmp_path, None)
+        proc = run_script('tools/test.py', CONFIG, checkpoint, '--score-thr', 'val')
+        assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith('test.py: error: ')
+        assert str(tmp_path / 'cell_metrics' / 'val_per_image.json') in lines[0]
+        assert '--score-thr 0.5' in lines[0]

@@ -7,11 +7,16 @@ training's dumped config, its model repeated once per training), ``fused.pth`` (
 training's weights under ``members.<i>.``), ``run.json`` and ``last_checkpoint``, then
 validates it (``cell_metrics/val_per_image.json``, with the score threshold the
 validation selects) and tests it, so that it reads back as a tested
-:class:`~.runs.Run`. Nothing is trained; a finished one is not evaluated again.
+:class:`~.runs.Run`. The config records that validation dump (``validation_dump``,
+:mod:`mmdet_pu.evaluation.validation_thr`), so ``tools/test.py <name>_config.py
+CHECKPOINT --score-thr val`` finds its threshold wherever the checkpoint lies. Nothing
+is trained; a finished one is evaluated again only when its members changed: other
+checkpoints or weights, or a checkpoint rewritten in place (its size and modification
+time, recorded in ``run.json``).
 """
 import os
 import os.path as osp
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 from mmengine.config import Config
@@ -20,7 +25,8 @@ from mmengine.runner.checkpoint import _load_checkpoint
 from cellio.atomic import atomic_open, write_atomic
 from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
-from mmdet_pu.evaluation.cell_metric import DUMP_DIR
+from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
+from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.
@@ -40,12 +46,24 @@ def dumped_config(run: Run) -> str:
 def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSION_IOU,
                     weights: Optional[Sequence[float]] = None) -> Config:
     """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``
-    (``weights``: the members' shares of the vote, default equal)."""
+    (``weights``: the members' shares of the vote, default equal), its validation dump
+    the one :func:`evaluate` writes beside it. The member's ``work_dir`` is dropped: a
+    test of it without ``--work-dir`` writes into ``./work_dirs/<config name>``, as for
+    any config, not over that member's dumps."""
     cfg = Config.fromfile(member_config)
     cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=num_members,
                      iou_thr=iou_thr, weights=None if weights is None else list(weights))
     cfg.load_from = None
+    cfg.pop('work_dir', None)
+    cfg[VALIDATION_DUMP] = report_path(os.curdir, 'val')
     return cfg
+
+
+def file_stamps(paths: Sequence[str]) -> List[List[int]]:
+    """``[size, modification time in ns]`` of each file: what tells a checkpoint
+    rewritten at the same path (a training run again) from the one a fusion was made
+    of."""
+    return [[os.stat(path).st_size, os.stat(path).st_mtime_ns] for path in paths]
 
 
 def write_ensemble_checkpoint(checkpoints: Sequence[str], out: str) -> None:
@@ -90,23 +108,25 @@ def fused_run(runs: Sequence[Run], work_dir: str, name: str = 'fused',
               iou_thr: float = FUSION_IOU,
               weights: Optional[Sequence[float]] = None) -> Run:
     """The ``FusedEnsemble`` of the trained ``runs`` (module docstring), evaluated;
-    ``weights``: each run's share of the vote (default equal)."""
+    ``weights``: each run's share of the vote (default equal). A finished one is reused
+    when its members' checkpoints, their :func:`file_stamps` and the weights are those
+    it was made of."""
     out_dir = osp.join(work_dir, name)
     config = osp.join(out_dir, f'{name}_config.py')
     checkpoint = osp.join(out_dir, CHECKPOINT)
     members = [run.last_checkpoint() for run in runs]
-    weights = None if weights is None else [float(w) for w in weights]
+    made_of = dict(members=members, member_stamps=file_stamps(members),
+                   weights=None if weights is None else [float(w) for w in weights])
     fused = Run(config, out_dir, [], name=name)
     record = fused.record() or {}
-    same = record.get('members') == members and record.get('weights') == weights
-    if fused.tested() and same:
+    if fused.tested() and all(record.get(key) == value for key, value in made_of.items()):
         return fused
     os.makedirs(out_dir, exist_ok=True)
     write_atomic(config, ensemble_config(dumped_config(runs[0]), len(runs), iou_thr,
-                                         weights).pretty_text)
+                                         made_of['weights']).pretty_text)
     write_ensemble_checkpoint(members, checkpoint)
     write_atomic(osp.join(out_dir, 'last_checkpoint'), checkpoint)
     evaluate(config, checkpoint, out_dir)
     write_record(fused.record_file, dict(config=config, options=[], trained=True,
-                                         members=members, weights=weights))
+                                         **made_of))
     return fused

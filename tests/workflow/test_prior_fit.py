@@ -8,6 +8,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from mmdet_pu.apis.cohort_records import read_slide_record
+from mmdet_pu.evaluation.metric_dump import read_validation_thr
 from mmdet_pu.prior.candidates import estimated_shares, scale_odds
 from mmdet_pu.workflow import self_training
 from mmdet_pu.workflow.fit_choice import criterion_shares, fusion_weights
@@ -17,8 +19,11 @@ from mmdet_pu.workflow.fit_report import format_summary, link_checkpoint
 from mmdet_pu.workflow.prior_fit import fit_prior
 from mmdet_pu.workflow.self_training import (check_pseudo_source, check_self_training,
                                              self_training_run)
+from cellio.qupath import read_geojson
 from tests._cli import run_script
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
+from tests._qupath_fixtures import write_pyramid_tiff
+from tests.apis._fixtures import make_slide_image
 
 
 def test_command_line_input_errors(tmp_path):
@@ -113,7 +118,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(
         tmp_path / 'pu_tiny.py', data_root, extra=pu_model_extra(0.05, 0.3)
-        + "val_evaluator = dict(type='CellDetMetric')\ntest_evaluator = val_evaluator\n"
+        + "val_evaluator = dict(type='CellDetMetric', score_thr_candidates=[0.0, 0.05, "
+        "0.1, 0.3, 0.5])\ntest_evaluator = val_evaluator\n"
         # the dataset that takes pseudo-labels (self-training)
         + "train_dataloader['dataset']['type'] = 'CellCocoDataset'\n")
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
@@ -213,6 +219,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     fit_prior(config, str(work), [given], factors=(0.5, 2.0), echo=lambda msg: None,
               final='fused', uncertain_score=band)
     assert [path.stat().st_mtime for path in dumps] == stamps  # not evaluated again
+    check_the_readme_runs_the_returned_detector(work, tmp_path)
+    check_a_member_trained_again_rebuilds_the_fusion(config, work, [given], band)
 
     # the round learns the first trainings fused instead (their round removed first)
     (work / 'pseudo_labels.json').unlink()
@@ -237,6 +245,62 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert reported['name'] == 'fused_first' and reported['test']['ap'] is not None
     assert reported['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
     assert again['trainings'][-1]['name'] == 'self_trained'
+
+
+def check_the_readme_runs_the_returned_detector(work, tmp_path):
+    """What the README's own-data section runs on a fit's output: tools/test.py on the
+    fused config and fit_prior.pth at the validation threshold (its dump lies in fused/,
+    not beside fit_prior.pth) with overlays, and tools/infer_slide.py on a slide."""
+    val_thr = read_validation_thr(str(work / 'fused' / 'cell_metrics' / 'val_per_image.json'))
+    assert val_thr is not None  # the fused detector's validation selected one
+    fit_dumps = {p: p.stat().st_mtime for p in work.glob('*/cell_metrics/*.json')}
+    config, checkpoint = work / 'fused' / 'fused_config.py', work / 'fit_prior.pth'
+    tested, overlays = tmp_path / 'tested', tmp_path / 'overlays'
+    proc = run_script('tools/test.py', config, checkpoint, '--score-thr', 'val',
+                      '--show-dir', overlays, '--work-dir', tested)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tested / 'cell_metrics' / 'test_per_image.json').read_text())
+    assert report['score_thr'] == val_thr and report['metrics']['cell/ap'] is not None
+    assert len(report['images']) == 2 and len(list(overlays.glob('*.png'))) >= 2
+    # the config names no work dir: testing it never writes over the fit's dumps
+    assert 'work_dir' not in Config.fromfile(config)
+    assert {p: p.stat().st_mtime for p in fit_dumps} == fit_dumps
+
+    write_pyramid_tiff(tmp_path / 'slides' / 'case1.tif', make_slide_image(), levels=1)
+    out = tmp_path / 'detections'
+    proc = run_script('tools/infer_slide.py', config, checkpoint, tmp_path / 'slides',
+                      '--out', out, '--score-thr', 'val', '--device', 'cpu',
+                      '--no-progress')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = read_slide_record(out, tmp_path / 'slides' / 'case1.tif')
+    assert record['settings']['score_thr'] == val_thr
+    cells = read_geojson(out / 'case1.geojson').cells
+    assert all(cell.score >= val_thr for cell in cells)
+    with open(out / 'case1.csv') as f:
+        assert len(f.readlines()) == len(cells) + 1  # the header and a row per cell
+
+
+def check_a_member_trained_again_rebuilds_the_fusion(config, work, options, band):
+    """A member's checkpoint rewritten at the same path (its training run again): the
+    fit fuses and evaluates anew, with the new weights, instead of returning the old
+    fused detector and its metrics."""
+    member = work / 'self_trained' / 'iter_2.pth'
+    checkpoint = torch.load(member, map_location='cpu', weights_only=False)
+    key = 'roi_head.bbox_head.fc_cls.weight'
+    checkpoint['state_dict'][key] = checkpoint['state_dict'][key] + 1.0
+    torch.save(checkpoint, member)
+    dumps = [work / 'fused' / 'cell_metrics' / f'{split}_per_image.json'
+             for split in ('val', 'test')]
+    stamps = [path.stat().st_mtime_ns for path in dumps]
+    fit_prior(config, str(work), options, factors=(0.5, 2.0), echo=lambda msg: None,
+              uncertain_score=band)
+    fused = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
+                       weights_only=False)['state_dict']
+    assert torch.equal(fused[f'members.3.{key}'], checkpoint['state_dict'][key])
+    assert all(path.stat().st_mtime_ns > stamp for path, stamp in zip(dumps, stamps))
+    record = json.loads((work / 'fused' / 'run.json').read_text())
+    assert record['member_stamps'][3] == [member.stat().st_size, member.stat().st_mtime_ns]
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'fused' / 'fused.pth')
 
 
 def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):

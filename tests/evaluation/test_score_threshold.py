@@ -11,6 +11,8 @@ from mmengine.structures import InstanceData
 from mmdet_pu.evaluation import CellDetMetric
 from mmdet_pu.evaluation.score_threshold import (point_estimate_thr, pu_threshold_criterion,
                                                  recall_lower_bound, select_score_thr)
+from mmdet_pu.evaluation.validation_thr import validation_score_thr
+from mmdet_pu.prior.selection import read_val_metrics
 
 CANDIDATES = [0.3, 0.5, 0.7, 0.9]
 
@@ -112,6 +114,39 @@ def test_metric_selects_the_threshold_from_incomplete_labels(tmp_path, confidenc
         recall_lower_bound([[3, 3, 3, 1]], [3], confidence)[0]
     np.testing.assert_allclose(selection['criterion'][0],
                                recall ** 2 / np.array([5, 5, 3, 1]))
+
+
+def test_the_bound_and_the_point_estimate_choose_apart_in_one_dump(tmp_path):
+    """The lucky few of :func:`test_the_bound_does_not_prefer_a_lucky_few` as a
+    validation: 16 images, one labeled cell on 15 of them, six detections per image at
+    0.6, two of them on labeled cells at 0.8 instead. At 0.5: 12 of 15 labeled cells, 6
+    detections per image; at 0.7: 2 of 15, 2 detections. The dump's threshold, which a
+    test takes (--score-thr val), is the bound's 0.5; the point estimate's 0.7, which the
+    prior selection and the pseudo-labels' cut read, is kept beside it."""
+    run_dir = tmp_path / 'run'
+    metric = CellDetMetric(score_thr_candidates=[0.5, 0.7],
+                           out_dir=str(run_dir / 'cell_metrics'))
+    metric.dataset_meta = dict(classes=('cell', ))
+    cell = [10, 10, 30, 30]
+    background = [[10 + 30 * k, 130, 30 + 30 * k, 150] for k in range(6)]
+    samples = []
+    for image in range(16):
+        found = image < 12  # the detector finds the labeled cell of images 0-11
+        boxes = [cell] + background[:5] if found else background
+        scores = [0.8 if image < 2 else 0.6] + [0.6] * 5 if found else [0.6] * 6
+        samples.append(_sample(boxes, scores, [cell] if image < 15 else []))
+    metric.process({}, samples)
+    assert metric.compute_metrics(metric.results)['pu_score_thr'] == 0.5
+    (run_dir / 'cell_metrics' / 'test_per_image.json').rename(
+        run_dir / 'cell_metrics' / 'val_per_image.json')
+
+    report = json.loads((run_dir / 'cell_metrics' / 'val_per_image.json').read_text())
+    selection = report['score_thr_selection']
+    assert (selection['chosen'], selection['chosen_point']) == (0.5, 0.7)
+    assert validation_score_thr(str(run_dir / 'iter_2.pth')) == 0.5
+    val = read_val_metrics(str(run_dir))
+    assert (val['pu_score_thr'], val['pu_score_thr_point']) == (0.5, 0.7)
+    assert val['counts']['tp'].tolist() == [12] and val['counts']['num_gt'].tolist() == [15]
 
 
 def test_the_point_estimates_choice_is_read_from_old_and_new_dumps():

@@ -16,7 +16,10 @@ training loader's annotation file (written by ``data_prep/prepare.py``) and sets
 
 A binary :class:`~mmdet_pu.models.losses.PULoss` in the box head of a set with several
 classes is an error that names the multi-class config. Without the annotation file the
-config is left as written (the dataset then names the command that prepares it).
+config is left as written (the dataset then names the command that prepares it). Once
+applied, the config says ``classes_from_data = False``: the classes are in it, so the
+runner that a command line builds from it (and a config dumped from it) reads the
+annotation file no second time.
 """
 import json
 import os.path as osp
@@ -87,4 +90,5 @@ def apply_data_classes(cfg):
         cfg.metainfo = dict(metainfo)
     for head in _box_heads(cfg.model):
         _fit_head(head, classes)
+    cfg.classes_from_data = False  # now written out: the runner need not read them again
     return cfg

@@ -36,6 +36,10 @@ def test_multi_class_config_takes_the_datas_classes_and_spreads_its_prior(tmp_pa
     head = cfg.model.roi_head.bbox_head
     assert head.num_classes == 3
     assert head.loss_cls.priors == pytest.approx([0.25 / 3] * 3)
+    # applied once: the runner built from it does not read the data again
+    assert cfg.classes_from_data is False
+    (tmp_path / 'annotations' / 'fold0' / 'train.json').unlink()
+    assert apply_data_classes(cfg).model.roi_head.bbox_head.num_classes == 3
 
 
 def test_fitted_priors_of_the_right_number_are_kept(tmp_path):

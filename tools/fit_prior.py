@@ -1,10 +1,11 @@
-"""Fit the class prior of a config to its own data in at most four trainings.
+"""Fit the class prior of a config to its own data in at most four trainings (a fifth
+with ``--final distilled``).
 
 Usage::
 
     python tools/fit_prior.py CONFIG [--work-dir DIR] [--factors 0.7 2] [--seed 0]
         [--no-self-train | --self-train-loss {pu,own}
-         --final {self-trained,criterion,fused}]
+         --final {self-trained,criterion,fused,distilled}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
         [--pseudo-labels-from {provisional,chosen,fused}]
         [--no-box-fit] [--jobs N]
@@ -29,12 +30,15 @@ detector whose detections are fused (``FusedEnsemble``, in ``fused/``: the self-
 detector has half the vote, the first trainings share the other half by their criterion;
 about as slow at inference as the trainings together; ``--final self-trained``: the
 self-trained detector alone; ``--final criterion``: the best of all by the same
-criterion): no complete labels needed. Written to ``DIR`` (default
+criterion; ``--final distilled``: one detector at one detector's inference cost, the
+self-trained detector fine-tuned on the fused detector's confident detections on the
+training split, ``distill_labels.json``, in ``distilled/``, the fused detector
+reported beside it): no complete labels needed. Written to ``DIR`` (default
 ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
 ``fit_prior.json`` (every training, the estimates, the choice and why;
-``chosen_config`` with ``chosen_cfg_options`` tests the fused detector, or trains a
-single chosen one again), ``pseudo_labels.json``, ``fit_prior.png``, and one work dir
-per training. Rerun the same command to resume.
+``chosen_config`` with ``chosen_cfg_options`` tests the fused or distilled detector,
+or trains a single chosen one again), ``pseudo_labels.json``, ``fit_prior.png``, and
+one work dir per training. Rerun the same command to resume.
 :mod:`mmdet_pu.workflow.prior_fit` documents the details; docs/experiments.md the
 evidence.
 """
@@ -82,10 +86,13 @@ def parse_args(argv=None):
                         default='fused',
                         help='what the fit returns after self-training: the self-trained '
                         'detector, the training with the best criterion among all of them, '
-                        'or all of them as one detector whose detections are fused '
+                        'all of them as one detector whose detections are fused '
                         '(default; fused/, a FusedEnsemble config and checkpoint: the '
                         'self-trained detector has half the vote, the others share the '
-                        'rest by their criterion)')
+                        'rest by their criterion), or one detector distilled from that '
+                        'fused one (distilled/: the self-trained detector fine-tuned on '
+                        "the fused one's confident detections on the training split; one "
+                        "detector's inference cost)")
     parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
                         help='ignore in the self-training round the detections scored '
                         f'from SCORE (in [0, {SELF_TRAIN_MIN_SCORE:g})) up to the '

@@ -10,7 +10,8 @@ library's command lines (:mod:`mmdet_pu.commands`), and the prior fit built on t
   (:mod:`.fit_options`), the trainings' rows and the choice among them
   (:mod:`.fit_choice`), the self-training round (:mod:`.self_training`) on
   pseudo-labels (:mod:`.pseudo_labels`, the round's own losses: :mod:`.own_loss`), the
-  fused ensemble (:mod:`.fused_ensemble`) and what the fit leaves (:mod:`.fit_report`);
+  fused ensemble (:mod:`.fused_ensemble`), the one detector distilled from it
+  (:mod:`.distillation`) and what the fit leaves (:mod:`.fit_report`);
 * :mod:`.reports` -- the one writer of reports and figures.
 
 This package imports none of them; import the module you need. The studies in the

@@ -26,9 +26,10 @@ SELF_TRAIN_INITS = ('scratch', 'chosen')
 #: either way.
 PSEUDO_LABEL_SOURCES = ('provisional', 'chosen', 'fused')
 #: What a fit that self-trains returns: the self-trained detector, the training with the
-#: best criterion among all of them, or all of them as one detector whose detections are
-#: fused (:mod:`.fused_ensemble`).
-FINAL_CHOICES = ('self_trained', 'criterion', 'fused')
+#: best criterion among all of them, all of them as one detector whose detections are
+#: fused (:mod:`.fused_ensemble`), or one detector distilled from that fused one
+#: (:mod:`.distillation`).
+FINAL_CHOICES = ('self_trained', 'criterion', 'fused', 'distilled')
 #: The options that give one RoI box head and its sampler box-fit negatives (the head
 #: learns the badly fitting boxes of the labeled cells as background), formatted with the
 #: head's and the sampler's keys.

@@ -11,6 +11,12 @@ from .reports import pyplot
 
 #: The fit's summary in its work dir (:func:`read_fit_summary`).
 FIT_SUMMARY = 'fit_prior.json'
+#: The detectors a fit may return that are none of its trainings, reported under their
+#: own keys of the summary, and what their ``chosen_config`` is.
+MADE_DETECTORS = dict(
+    fused='the trainings fused; tools/test.py tests it with that checkpoint',
+    distilled='the distilled detector as it trained, its validation dump recorded; '
+              'tools/test.py tests it with that checkpoint')
 
 
 def link_checkpoint(source: str, target: str) -> None:
@@ -49,9 +55,9 @@ def read_fit_summary(work_dir: str) -> dict:
 
 def returned_training(summary: dict) -> dict:
     """The training (as ``fit_prior.json`` reports it) that the fit of ``summary``
-    returns: its fused detector, or the chosen training."""
-    if summary.get('fused'):
-        return summary['fused']
+    returns: its fused or distilled detector, or the chosen training."""
+    if summary['chosen'] in MADE_DETECTORS:
+        return summary[summary['chosen']]
     return next(t for t in summary['trainings'] if t['name'] == summary['chosen'])
 
 
@@ -92,27 +98,42 @@ def _number(value) -> str:
     return '-' if value is None else f'{value:.3f}'
 
 
+def _line(name: str, setting: str, recall: str, thr: str, criterion: str, f1: str,
+          ap: str) -> str:
+    return f'{name:13s} {setting:39s} {recall:8s}{thr:9s}{criterion:11s}{f1:9s}{ap}'
+
+
+def _detector_line(name: str, setting: str, row: dict, criterion: str) -> str:
+    """A row of :func:`format_summary`: a detector's ``setting`` (its priors or votes),
+    validation recall and threshold, ``criterion`` and test F1 and AP."""
+    return _line(name, setting, f'{row["val_recall"]:.3f}',
+                 _number(row.get('val_score_thr')), criterion,
+                 _number(row['test']['avg_f1']), _number(row['test']['ap']))
+
+
+def _priors(row: dict) -> str:
+    return ', '.join(f'{stage} {value}' for stage, value in row['priors'].items()
+                     if value is not None)
+
+
 def format_summary(summary: dict) -> str:
-    """A table of the trainings and the choice, for the terminal."""
-    lines = ['training      priors                                  val R   criterion  '
-             'test F1  test AP']
+    """A table of the trainings, the fused and the distilled detectors when the fit
+    made them, and the choice, for the terminal."""
+    lines = [_line('training', 'priors', 'val R', 'val thr', 'criterion', 'test F1',
+                   'test AP')]
     for row in summary['trainings']:
-        priors = ', '.join(f'{stage} {value}' for stage, value in row['priors'].items()
-                           if value is not None)
-        f1, ap = row['test']['avg_f1'], row['test']['ap']
-        lines.append(f'{row["name"]:13s} {priors:39s} {row["val_recall"]:.3f}   '
-                     f'{row["pu_criterion"]:.3f}      {_number(f1):7s}  {_number(ap)}')
-    fused = summary.get('fused')
+        lines.append(_detector_line(row['name'], _priors(row), row,
+                                    f'{row["pu_criterion"]:.3f}'))
+    fused, distilled = summary.get('fused'), summary.get('distilled')
     if fused:
-        f1, ap = fused['test']['avg_f1'], fused['test']['ap']
         votes = 'votes ' + ', '.join(f'{w:.2f}' for w in fused['weights'])
-        lines.append(f'{"fused":13s} {votes:39s} {fused["val_recall"]:.3f}   '
-                     f'{"-":11s}{_number(f1):7s}  {_number(ap)}')
+        lines.append(_detector_line('fused', votes, fused, '-'))
+    if distilled:
+        lines.append(_detector_line('distilled', _priors(distilled), distilled, '-'))
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
                  f'{summary["checkpoint"]}')
     if summary['chosen_config'] != summary['config']:
-        what = ('the trainings fused; tools/test.py tests it with that checkpoint'
-                if fused else 'the own-loss self-training')
+        what = MADE_DETECTORS.get(summary['chosen'], 'the own-loss self-training')
         lines.append(f'its config: {summary["chosen_config"]} ({what})')
     if summary['chosen_cfg_options']:
         lines.append('its options: --cfg-options ' + ' '.join(summary['chosen_cfg_options']))

@@ -8,8 +8,9 @@ training's weights under ``members.<i>.``), ``run.json`` and ``last_checkpoint``
 validates it (``cell_metrics/val_per_image.json``, with the score threshold the
 validation selects) and tests it, so that it reads back as a tested
 :class:`~.runs.Run`. The config records that validation dump (``validation_dump``,
-:mod:`mmdet_pu.evaluation.validation_thr`), so ``tools/test.py <name>_config.py
-CHECKPOINT --score-thr val`` finds its threshold wherever the checkpoint lies. Nothing
+:mod:`mmdet_pu.evaluation.validation_thr`; :func:`standalone_config`, as the distilled
+detector's does), so ``tools/test.py <name>_config.py CHECKPOINT --score-thr val``
+finds its threshold wherever the checkpoint lies. Nothing
 is trained; a finished one is evaluated again only when its members changed: other
 checkpoints or weights, or a checkpoint rewritten in place (its size and modification
 time, recorded in ``run.json``).
@@ -43,19 +44,29 @@ def dumped_config(run: Run) -> str:
     return path
 
 
+def standalone_config(config: str) -> Config:
+    """``config`` (a run's :func:`dumped_config`) as a fit returns it, to be written into
+    the folder that holds the detector's ``cell_metrics/``: that validation dump recorded
+    (``validation_dump``, relative to the config), so ``--score-thr val`` reads it
+    wherever the checkpoint lies, and its ``work_dir`` dropped, so a test of it without
+    ``--work-dir`` writes into ``./work_dirs/<config name>``, as for any config, not over
+    the fit's dumps."""
+    cfg = Config.fromfile(config)
+    cfg.pop('work_dir', None)
+    cfg[VALIDATION_DUMP] = report_path(os.curdir, 'val')
+    return cfg
+
+
 def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSION_IOU,
                     weights: Optional[Sequence[float]] = None) -> Config:
     """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``
-    (``weights``: the members' shares of the vote, default equal), its validation dump
-    the one :func:`evaluate` writes beside it. The member's ``work_dir`` is dropped: a
-    test of it without ``--work-dir`` writes into ``./work_dirs/<config name>``, as for
-    any config, not over that member's dumps."""
-    cfg = Config.fromfile(member_config)
+    (``weights``: the members' shares of the vote, default equal), as a fit returns it
+    (:func:`standalone_config`: its validation dump the one :func:`evaluate` writes
+    beside it), without the member's ``load_from``."""
+    cfg = standalone_config(member_config)
     cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=num_members,
                      iou_thr=iou_thr, weights=None if weights is None else list(weights))
     cfg.load_from = None
-    cfg.pop('work_dir', None)
-    cfg[VALIDATION_DUMP] = report_path(os.curdir, 'val')
     return cfg
 
 

@@ -1,6 +1,6 @@
-"""Fit the class prior of a config to its own data in at most four trainings
-(``tools/fit_prior.py``; the rule and its evidence: docs/experiments.md, "A family of
-synthetic regimes").
+"""Fit the class prior of a config to its own data in at most four trainings, a fifth
+to distil them into one detector (``tools/fit_prior.py``; the rule and its evidence:
+docs/experiments.md, "A family of synthetic regimes").
 
 Every training of a Faster R-CNN or Cascade R-CNN config (softmax ``Shared2FCBBoxHead``
 RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
@@ -39,12 +39,21 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    :mod:`.fused_ensemble`; the round has half the vote, the first trainings share the
    other half by their criterion, :func:`~.fit_choice.fusion_weights`,
    docs/method.md#fused-ensemble); ``final='self_trained'``: the self-trained detector
-   alone, ``final='criterion'``: the training with the best criterion.
+   alone, ``final='criterion'``: the training with the best criterion;
+   ``final='distilled'``: one detector distilled from the fused one, at one detector's
+   inference cost (:mod:`.distillation`, docs/method.md#distilled-detector): the fused
+   detector's confident detections on the training split, cut as the round's
+   pseudo-labels are, become ``distill_labels.json``, and the self-trained detector is
+   fine-tuned on them (``distilled/``: the round's config and options with those labels
+   instead of its own, ``load_from`` its last checkpoint), returned with
+   ``distilled/distilled_config.py``.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system), ``fit_prior.json`` (the estimates, every training's priors,
-validation recall, criterion and test metrics, those of ``fused_first/`` under
-``fused_source`` when the round learned it, the choice and why) and
+validation recall, criterion and test metrics, those of the fused detector under
+``fused`` and of the distilled one under ``distilled`` when the fit made them, those of
+``fused_first/`` under ``fused_source`` when the round learned it, the choice and why;
+``chosen_config`` with ``chosen_cfg_options`` tests the returned detector) and
 ``fit_prior.png`` (the criterion and the validation recall against the prior of the
 main stage, :func:`mmdet_pu.prior.estimate_file.main_stage`).
 Runs are resumable (:class:`~.runs.Run`): the same command continues an interrupted fit.
@@ -56,6 +65,7 @@ from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_k
                                        candidate_options, estimated_shares, option_strings,
                                        stage_estimator)
 from mmdet_pu.prior.estimate_file import main_stage, read_estimate
+from .distillation import DISTILLED, distilled_run, returned_config
 from .estimate import estimate_run
 from .fit_choice import ROUND_SHARE, choose_training, fusion_weights, training_row
 from .fit_options import (DEFAULT_FACTORS, SelfTraining, box_fit_options,
@@ -74,6 +84,9 @@ from .self_training import (FUSED_SOURCE, check_self_training, pseudo_label_sour
 ROUND_FIELDS = dict(self_train_loss='loss', uncertain_score='uncertain_score',
                     self_train_init='init', pseudo_labels_from='pseudo_labels_from',
                     final='final')
+#: The keys of ``fit_prior.json`` that report the detectors the fit made beside its
+#: trainings, and their names (None when it made none).
+MADE_ENTRIES = dict(fused='fused', distilled=DISTILLED, fused_source=FUSED_SOURCE)
 
 
 class Trainings(NamedTuple):
@@ -117,7 +130,9 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
                         chosen: dict, round_: SelfTraining, echo: Callable[[str], None]):
     """Steps 5-6 of the fit: the self-training round on the pseudo-labels of its source
     at the priors of ``chosen``, added to ``trainings``, then what the fit returns
-    (``round_.final``). Returns ``(chosen row, reason, source row)``."""
+    (:func:`returned_detector`). Returns ``(chosen row, reason, made)``: ``made`` holds
+    the rows of the detectors the fit made beside its trainings, by name
+    (:data:`~.self_training.FUSED_SOURCE`, ``'fused'``, ``'distilled'``: those made)."""
     rows, trained = trainings.rows, trainings.runs
     ignoring = ignore_options(cfg.model.get('train_cfg'))
     if round_.uncertain_score is not None and not ignoring:
@@ -134,35 +149,70 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
     run_all([run], jobs=1, echo=echo)
     trained[run.name] = run
     rows.append(training_row(len(rows), run, dict(chosen['priors'])))
+    made = {FUSED_SOURCE: source} if source['name'] == FUSED_SOURCE else {}
     learned = f'the pseudo-labels of {source["name"]} at the priors of {chosen["name"]}'
+    uncertain_thr = round_.uncertain_score if ignoring else None
+    chosen, reason = returned_detector(work_dir, trainings, round_.final, learned, made,
+                                       uncertain_thr, echo)
+    return chosen, reason, made
+
+
+def returned_detector(work_dir: str, trainings: Trainings, final: str, learned: str,
+                      made: Dict[str, dict], uncertain_thr: Optional[float],
+                      echo: Callable[[str], None]):
+    """Step 6 of the fit, once the round (the last of ``trainings``, which learned
+    ``learned``) is trained: ``(row, reason)`` of what the fit returns (``final``, one
+    of :data:`~.fit_options.FINAL_CHOICES`); the fused and the distilled detectors'
+    rows, with their ``config``, are added to ``made`` (``uncertain_thr``: the round's
+    lowest uncertain score, which the distilled one takes too)."""
+    rows, trained = trainings.rows, trainings.runs
     chosen, reason = choose_training(rows, echo)
-    if round_.final == 'self_trained':
-        chosen, reason = rows[-1], (
+    if final == 'criterion':
+        return chosen, reason
+    if final == 'self_trained':
+        return rows[-1], (
             f"the self-trained detector (trained on {learned}, the best of the first "
             "trainings by Lee & Liu's criterion), which the fit returns whenever it "
             'self-trains')
-    elif round_.final == 'fused':
-        weights = fusion_weights(rows)
-        echo(f'fusing the detections of the {len(rows)} trainings into one detector, '
-             f'their votes {[round(w, 3) for w in weights]}')
-        fused = fused_run([trained[row['name']] for row in rows], work_dir, weights=weights)
-        trained[fused.name] = fused
-        chosen, reason = dict(training_row(len(rows), fused, {}), weights=weights), (
-            f'the {len(rows)} trainings as one detector whose detections are fused '
-            f'(FusedEnsemble: the self-trained one, which learned {learned}, has '
-            f'{ROUND_SHARE:g} of the vote, the first trainings the rest in proportion '
-            'to their criterion)')
-    return chosen, reason, source
+    weights = fusion_weights(rows)
+    echo(f'fusing the detections of the {len(rows)} trainings into one detector, '
+         f'their votes {[round(w, 3) for w in weights]}')
+    fused = fused_run([trained[row['name']] for row in rows], work_dir, weights=weights)
+    trained[fused.name] = fused
+    made[fused.name] = dict(training_row(len(rows), fused, {}), weights=weights,
+                            config=fused.config)
+    fusion = (f'the {len(rows)} trainings as one detector whose detections are fused '
+              f'(FusedEnsemble: the self-trained one, which learned {learned}, has '
+              f'{ROUND_SHARE:g} of the vote, the first trainings the rest in proportion '
+              'to their criterion)')
+    if final == 'fused':
+        return made[fused.name], fusion
+    student = distilled_run(trained[rows[-1]['name']], made[fused.name], work_dir,
+                            uncertain_thr, echo)
+    echo(f'training {len(rows) + 1}: the self-trained detector fine-tuned on the '
+         'confident detections of the fused one')
+    run_all([student], jobs=1, echo=echo)
+    trained[student.name] = student
+    made[student.name] = dict(training_row(len(rows) + 1, student,
+                                           dict(rows[-1]['priors'])),
+                              config=returned_config(student))
+    return made[student.name], (
+        'one detector distilled from the fused one: the self-trained detector '
+        f'fine-tuned on the confident detections on the training split of {fusion}')
 
 
 def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[str],
                 factors: Sequence[float], round_: Optional[SelfTraining],
-                trainings: Trainings, chosen: dict, source: Optional[dict],
+                trainings: Trainings, chosen: dict, made: Dict[str, dict],
                 checkpoint: str, reason: str) -> dict:
     """The content of ``fit_prior.json`` (module docstring); ``round_`` is None for a
-    fit without self-training."""
+    fit without self-training, ``made`` the rows of the detectors it made beside its
+    trainings (:func:`self_training_round`). A returned row with its own ``config``
+    (the fused or the distilled detector) is tested with that config alone."""
     report, seed_option = trainings.report, f'randomness.seed={seed}'
     returned = trainings.runs[chosen['name']]
+    options = [] if 'config' in chosen else [option for option in returned.options
+                                             if option != seed_option]
     return dict(
         config=config, seed=seed, cfg_options=list(given), box_fit_options=list(added),
         factors=list(factors),
@@ -173,11 +223,10 @@ def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[st
             for name, stage in report['stages'].items()},
         estimated_shares=estimated_shares(report),
         trainings=[reported(row) for row in trainings.rows],
-        fused=reported(chosen) if chosen['name'] == 'fused' else None,
-        fused_source=(reported(source) if source is not None
-                      and source['name'] == FUSED_SOURCE else None),
-        chosen=chosen['name'], checkpoint=checkpoint, chosen_config=returned.config,
-        chosen_cfg_options=[option for option in returned.options if option != seed_option],
+        **{key: reported(made[name]) if name in made else None
+           for key, name in MADE_ENTRIES.items()},
+        chosen=chosen['name'], checkpoint=checkpoint,
+        chosen_config=chosen.get('config', returned.config), chosen_cfg_options=options,
         reason=reason)
 
 
@@ -210,7 +259,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
         ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final``,
             ``self_train_init`` or ``pseudo_labels_from``, an ``uncertain_score``
             outside [0, :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`), or a work dir
-            holding runs or pseudo-labels of other options.
+            holding runs or pseudo-labels of other options, or pseudo-labels of a
+            checkpoint changed since (:func:`~.self_training.check_pseudo_source`).
         RuntimeError: a training or the estimate failed, or no training detects a
             labeled validation cell (the criterion cannot choose).
     """
@@ -226,14 +276,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     trainings = first_trainings(config, work_dir, [*added, *cfg_options],
                                 f'randomness.seed={seed}', factors, jobs, echo)
     chosen, reason = choose_training(trainings.rows, echo)
-    source = None
+    made = {}
     if self_train and chosen['checkpoint']:
-        chosen, reason, source = self_training_round(config, work_dir, cfg, trainings,
-                                                     chosen, round_, echo)
+        chosen, reason, made = self_training_round(config, work_dir, cfg, trainings,
+                                                   chosen, round_, echo)
     checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], checkpoint)
     summary = fit_summary(config, seed, cfg_options, added, factors,
-                          round_ if self_train else None, trainings, chosen, source,
+                          round_ if self_train else None, trainings, chosen, made,
                           checkpoint, reason)
     write_json(osp.join(work_dir, FIT_SUMMARY), summary)
     stage = main_stage(trainings.report)

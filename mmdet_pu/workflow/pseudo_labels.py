@@ -24,6 +24,7 @@ from mmdet_pu.prior.estimation import new_detections
 from mmdet_pu.prior.keys import typed_nodes
 from mmdet_pu.prior.label_frequency import detect
 from mmdet_pu.prior.samples import load_detector_and_split, resolve_device, split_batches
+from .fused_ensemble import file_stamps
 
 
 def new_cells(labeled, detections, score_thr: float) -> Tuple[np.ndarray, np.ndarray]:
@@ -53,7 +54,9 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
     Returns:
         dict: ``num_images`` (training images), ``labeled`` (their labeled cells),
         ``pseudo`` (cells added), ``num_uncertain`` (detections to ignore), ``score_thr``,
-        ``uncertain_thr``; also stored in the file.
+        ``uncertain_thr``, ``checkpoint`` and ``checkpoint_stamp`` (its size and
+        modification time, :func:`~.fused_ensemble.file_stamps`: what tells a resumed
+        fit that the checkpoint at that path changed since); also stored in the file.
 
     Raises:
         ValueError: ``uncertain_thr`` is not below ``score_thr``.
@@ -84,7 +87,8 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
     summary = dict(num_images=len(dataset), labeled=labeled,
                    pseudo=sum(map(len, images.values())),
                    num_uncertain=sum(map(len, uncertain.values())), score_thr=score_thr,
-                   uncertain_thr=uncertain_thr, checkpoint=checkpoint)
+                   uncertain_thr=uncertain_thr, checkpoint=checkpoint,
+                   checkpoint_stamp=file_stamps([checkpoint])[0])
     write_json_atomic(out, dict(summary, images=images, uncertain=uncertain))
     return summary
 

@@ -10,7 +10,7 @@ from mmengine.config import Config
 from mmdet_pu.prior.keys import type_name
 from .fit_choice import criterion_shares, training_row
 from .fit_options import SELF_TRAIN_MIN_SCORE
-from .fused_ensemble import fused_run
+from .fused_ensemble import file_stamps, fused_run
 from .own_loss import own_loss_options, write_own_loss_config
 from .pseudo_labels import write_pseudo_labels
 from .runs import Run
@@ -30,32 +30,43 @@ def check_self_training(cfg: Config, config: str) -> None:
 
 
 def check_pseudo_source(pseudo: str, checkpoint: str,
-                        uncertain_thr: Optional[float] = None) -> None:
+                        uncertain_thr: Optional[float] = None,
+                        learner: str = 'self_trained') -> None:
     """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
-    another checkpoint than ``checkpoint``, or another lowest uncertain score than
-    ``uncertain_thr`` (a fit resumed with other choices)."""
+    another checkpoint than ``checkpoint``, of ``checkpoint`` as it was before it changed
+    (its size or modification time differ from those the file records: its source was
+    trained or fused again at the same path), or another lowest uncertain score than
+    ``uncertain_thr`` (a fit resumed with other choices). The message says to remove the
+    file and the folder ``learner`` of the training that learned it."""
     if not osp.isfile(pseudo):
         return
     with open(pseudo) as f:
         content = json.load(f)
-    source = content.get('checkpoint')
+    source, stamp = content.get('checkpoint'), content.get('checkpoint_stamp')
+    remedy = (f'use another --work-dir, or remove that file and the {learner} folder '
+              'beside it')
     if source is None or osp.abspath(source) != osp.abspath(checkpoint):
-        raise ValueError(f'{pseudo} holds the pseudo-labels of {source}, but this fit '
-                         f'self-trains from {checkpoint}; use another --work-dir, or '
-                         'remove that file and the self_trained folder beside it')
+        raise ValueError(f'{pseudo} holds the pseudo-labels of {source}, but the '
+                         f'{learner} detector of this fit learns those of {checkpoint}; '
+                         f'{remedy}')
+    if stamp is not None and stamp != file_stamps([checkpoint])[0]:
+        raise ValueError(f'{pseudo} holds the pseudo-labels of {checkpoint} as it was '
+                         'when they were written, and that checkpoint has changed since '
+                         f'(trained or fused again); {remedy}')
     if content.get('uncertain_thr') != uncertain_thr:
         raise ValueError(f'{pseudo} was written with uncertain detections from score '
                          f'{content.get("uncertain_thr")}, this fit asks for '
-                         f'{uncertain_thr}; use another --work-dir, or remove that file '
-                         'and the self_trained folder beside it')
+                         f'{uncertain_thr}; {remedy}')
 
 
-def _write_pseudo_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
-                         uncertain_thr: Optional[float],
-                         echo: Callable[[str], None]) -> None:
+def write_source_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
+                        uncertain_thr: Optional[float],
+                        echo: Callable[[str], None]) -> None:
     """The confident detections of ``source`` (a row of the fit) as the pseudo-label
-    file ``pseudo``; a source with a ``config`` (a fusion's, written with its options
-    merged) detects with that config alone."""
+    file ``pseudo``, cut at its point estimate's validation threshold, never below
+    :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`; a source with a ``config`` (a
+    fusion's, written with its options merged) detects with that config alone, the
+    others with ``config`` and ``options``."""
     score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
     own_config = source.get('config')
     found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
@@ -89,7 +100,7 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
     uncertain_thr = uncertain_score if ignoring else None
     check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
     if not osp.isfile(pseudo):
-        _write_pseudo_labels(config, pseudo, options, source, uncertain_thr, echo)
+        write_source_labels(config, pseudo, options, source, uncertain_thr, echo)
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)

@@ -93,7 +93,8 @@ def test_a_resumed_fit_refuses_the_pseudo_labels_of_another_detector(tmp_path):
     pseudo.write_text(json.dumps(dict(checkpoint='fit/x0.7/iter_300.pth', images={})))
     check_pseudo_source(str(pseudo), 'fit/x0.7/iter_300.pth')
     with pytest.raises(ValueError, match='pseudo-labels of fit/x0.7/iter_300.pth, but '
-                                         'this fit self-trains from fit/x2/iter_300.pth'):
+                                         'the self_trained detector of this fit learns '
+                                         'those of fit/x2/iter_300.pth'):
         check_pseudo_source(str(pseudo), 'fit/x2/iter_300.pth')
     # the same source, written without the uncertain band this fit asks for
     with pytest.raises(ValueError, match='uncertain detections from score None, this '
@@ -113,7 +114,8 @@ def test_the_round_has_half_the_fused_vote_and_the_criterion_shares_the_rest():
 @pytest.mark.usefixtures('forked_commands')
 def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     """Four trainings of 2 iterations: the provisional, the estimate x 0.5 and x 2, and
-    the self-training on the provisional's detections at the chosen priors."""
+    the self-training on the provisional's detections at the chosen priors; each
+    returned in turn, then fused, then a fifth, the round distilled from the fused."""
     data_root = tmp_path / 'data'
     make_tiny_coco(data_root, n_images=2, size=128)
     config = write_tiny_config(
@@ -221,6 +223,9 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert [path.stat().st_mtime for path in dumps] == stamps  # not evaluated again
     check_the_readme_runs_the_returned_detector(work, tmp_path)
     check_a_member_trained_again_rebuilds_the_fusion(config, work, [given], band)
+    distilled = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
+                          echo=lambda msg: None, uncertain_score=band, final='distilled')
+    check_the_distilled_detector_is_returned(distilled, work, tmp_path)
 
     # the round learns the first trainings fused instead (their round removed first)
     (work / 'pseudo_labels.json').unlink()
@@ -301,6 +306,33 @@ def check_a_member_trained_again_rebuilds_the_fusion(config, work, options, band
     record = json.loads((work / 'fused' / 'run.json').read_text())
     assert record['member_stamps'][3] == [member.stat().st_size, member.stat().st_mtime_ns]
     assert os.path.samefile(work / 'fit_prior.pth', work / 'fused' / 'fused.pth')
+
+
+def check_the_distilled_detector_is_returned(summary, work, tmp_path):
+    """``final='distilled'``: the self-trained detector fine-tuned on the fused
+    detector's pseudo-labels is returned, beside the fused one in the report, with a
+    config that tools/test.py tests at the student's own validation threshold."""
+    labels = json.loads((work / 'distill_labels.json').read_text())
+    assert labels['checkpoint'] == str(work / 'fused' / 'fused.pth')
+    options = json.loads((work / 'distilled' / 'run.json').read_text())['options']
+    assert f'train_dataloader.dataset.pseudo_labels={work / "distill_labels.json"}' \
+        in options
+    assert options[-1] == f'load_from={work / "self_trained" / "iter_2.pth"}'
+    assert summary['chosen'] == 'distilled' and summary['fused']['test']['ap'] is not None
+    assert summary['distilled']['test']['ap'] is not None
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'distilled' / 'iter_2.pth')
+    config = work / 'distilled' / 'distilled_config.py'
+    assert summary['chosen_config'] == str(config) and summary['chosen_cfg_options'] == []
+    dump = work / 'distilled' / 'cell_metrics' / 'val_per_image.json'
+    val_thr, tested = read_validation_thr(str(dump)), tmp_path / 'tested_distilled'
+    proc = run_script('tools/test.py', config, work / 'fit_prior.pth', '--score-thr',
+                      'val', '--work-dir', tested)
+    if val_thr is None:  # its validation selected none: the message names its dump
+        assert proc.returncode == 2 and str(dump) in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tested / 'cell_metrics' / 'test_per_image.json').read_text())
+    assert report['score_thr'] == val_thr
 
 
 def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):

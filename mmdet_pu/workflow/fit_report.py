@@ -1,16 +1,26 @@
 """What the prior fit (:mod:`.prior_fit`) leaves in its work dir and prints: the
-checkpoint of its choice, ``fit_prior.json`` (written and read here), ``fit_prior.png``
-and the terminal table."""
+checkpoint of its choice and its config (``fit_prior.pth``, ``fit_prior_config.py``),
+``fit_prior.json`` (written and read here), ``fit_prior.png`` and the terminal table."""
 import json
 import os
 import os.path as osp
 import shutil
 from typing import List
 
+from mmengine.config import Config
+
+from cellio.atomic import write_atomic
+from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
+from .fused_ensemble import dumped_config
 from .reports import pyplot
+from .runs import Run
 
 #: The fit's summary in its work dir (:func:`read_fit_summary`).
 FIT_SUMMARY = 'fit_prior.json'
+#: The config of the detector the fit returns, beside ``fit_prior.pth``
+#: (:func:`write_returned_config`).
+RETURNED_CONFIG = 'fit_prior_config.py'
 #: The detectors a fit may return that are none of its trainings, reported under their
 #: own keys of the summary, and what their ``chosen_config`` is.
 MADE_DETECTORS = dict(
@@ -30,6 +40,23 @@ def link_checkpoint(source: str, target: str) -> None:
     except OSError:
         shutil.copyfile(source, tmp)
     os.replace(tmp, target)
+
+
+def write_returned_config(chosen: dict, run: Run, work_dir: str) -> str:
+    """Write ``<work_dir>/fit_prior_config.py``, the config that goes with
+    ``fit_prior.pth`` whatever the fit chose, and return its path: the config of the
+    chosen row (``chosen``, its run ``run``): its own (the fused or the distilled
+    detector's) or the one its training ran with (options merged), without its
+    ``work_dir`` (a test of it writes into ``./work_dirs/fit_prior_config``, not over the
+    fit's dumps) and with its validation dump recorded relative to ``work_dir``
+    (``validation_dump``), so that ``tools/test.py fit_prior_config.py fit_prior.pth
+    --score-thr val`` and ``tools/infer_slide.py`` read the chosen detector's threshold."""
+    cfg = Config.fromfile(chosen.get('config') or dumped_config(run))
+    cfg.pop('work_dir', None)
+    cfg[VALIDATION_DUMP] = osp.relpath(report_path(run.work_dir, 'val'), work_dir)
+    path = osp.join(work_dir, RETURNED_CONFIG)
+    write_atomic(path, cfg.pretty_text)
+    return path
 
 
 def reported(row: dict) -> dict:
@@ -137,4 +164,7 @@ def format_summary(summary: dict) -> str:
         lines.append(f'its config: {summary["chosen_config"]} ({what})')
     if summary['chosen_cfg_options']:
         lines.append('its options: --cfg-options ' + ' '.join(summary['chosen_cfg_options']))
+    if summary.get('returned_config'):
+        lines.append(f'test it: python tools/test.py {summary["returned_config"]} '
+                     f'{summary["checkpoint"]}')
     return '\n'.join(lines)

@@ -49,7 +49,9 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    ``distilled/distilled_config.py``.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
-another file system), ``fit_prior.json`` (the estimates, every training's priors,
+another file system) with its config ``fit_prior_config.py``
+(:func:`~.fit_report.write_returned_config`: ``tools/test.py``, ``tools/infer_slide.py``
+take the two whatever the fit chose), ``fit_prior.json`` (the estimates, every training's priors,
 validation recall, criterion and test metrics, those of the fused detector under
 ``fused`` and of the distilled one under ``distilled`` when the fit made them, those of
 ``fused_first/`` under ``fused_source`` when the round learned it, the choice and why;
@@ -70,7 +72,8 @@ from .estimate import estimate_run
 from .fit_choice import ROUND_SHARE, choose_training, fusion_weights, training_row
 from .fit_options import (DEFAULT_FACTORS, SelfTraining, box_fit_options,
                           check_fit_arguments, factor_dir, load_fit_config)
-from .fit_report import FIT_SUMMARY, draw_fit, link_checkpoint, reported
+from .fit_report import (FIT_SUMMARY, draw_fit, link_checkpoint, reported,
+                         write_returned_config)
 from .fused_ensemble import fused_run
 from .pseudo_labels import ignore_options
 from .reports import save_figure, write_json
@@ -285,6 +288,8 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     summary = fit_summary(config, seed, cfg_options, added, factors,
                           round_ if self_train else None, trainings, chosen, made,
                           checkpoint, reason)
+    summary['returned_config'] = write_returned_config(
+        chosen, trainings.runs[chosen['name']], work_dir)
     write_json(osp.join(work_dir, FIT_SUMMARY), summary)
     stage = main_stage(trainings.report)
     drawn = chosen if any(row is chosen for row in trainings.rows) else None

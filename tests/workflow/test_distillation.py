@@ -199,12 +199,20 @@ def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fi
         pytest.approx(scale_odds(0.2, 2.0), abs=1e-3)
     assert cfg.train_dataloader.dataset.pseudo_labels == str(work / 'distill_labels.json')
     assert cfg.load_from == str(work / 'self_trained' / 'iter_2.pth')
+    # fit_prior_config.py goes with fit_prior.pth whatever the fit chose
+    returned = Config.fromfile(written['returned_config'])
+    assert written['returned_config'] == str(work / 'fit_prior_config.py')
+    assert returned.validation_dump == 'distilled/cell_metrics/val_per_image.json'
+    assert validation_score_thr(str(work / 'fit_prior.pth'), returned) == 0.45
+    assert 'work_dir' not in returned and returned.model == cfg.model
     lines = format_summary(written).splitlines()
     assert [line.split()[0] for line in lines[5:7]] == ['fused', 'distilled']
     assert lines[6].split()[-5:] == ['0.700', '0.450', '-', '0.700', '0.700']
-    assert lines[-1] == (f'its config: {config} (the distilled detector as it trained, '
+    assert lines[-2] == (f'its config: {config} (the distilled detector as it trained, '
                          'its validation dump recorded; tools/test.py tests it with that '
                          'checkpoint)')
+    assert lines[-1] == (f'test it: python tools/test.py {work / "fit_prior_config.py"} '
+                         f'{work / "fit_prior.pth"}')
 
 
 def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fake_fit):
@@ -212,6 +220,9 @@ def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fak
     fused = fit()  # the default stays the fused detector
     assert fused['chosen'] == 'fused' and fused['distilled'] is None
     assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')
+    returned = Config.fromfile(work / 'fit_prior_config.py')
+    assert returned.model.type == 'FusedEnsemble'
+    assert returned.validation_dump == 'fused/cell_metrics/val_per_image.json'
     fit(final='distilled')
     fit(final='distilled')  # resumed: nothing trained or written again
     assert [run.name for run in calls['trained']][-1] == 'distilled'

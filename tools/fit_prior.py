@@ -1,5 +1,5 @@
-"""Fit the class prior of a config to its own data in at most four trainings (a fifth
-with ``--final distilled``).
+"""Fit the class prior of a config to its own data in at most four trainings, and
+return one detector (a fifth training).
 
 Usage::
 
@@ -25,17 +25,19 @@ fused into one detector; ``--no-self-train`` leaves it out;
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
 nor as background; ``--self-train-init chosen`` fine-tunes the chosen detector instead
-of training from the config's initialisation) and returns all the trainings as one
-detector whose detections are fused (``FusedEnsemble``, in ``fused/``: the self-trained
-detector has half the vote, the first trainings share the other half by their criterion;
-about as slow at inference as the trainings together; ``--final self-trained``: the
-self-trained detector alone; ``--final criterion``: the best of all by the same
-criterion; ``--final distilled``: one detector at one detector's inference cost, the
-self-trained detector fine-tuned on the fused detector's confident detections on the
-training split, ``distill_labels.json``, in ``distilled/``, the fused detector
-reported beside it): no complete labels needed. Written to ``DIR`` (default
+of training from the config's initialisation). It then fuses all the trainings into
+one detector (``FusedEnsemble``, in ``fused/``: the self-trained detector has half the
+vote, the first trainings share the other half by their criterion) and by default
+returns one detector distilled from it (``distilled/``, one detector's inference cost):
+the self-trained detector fine-tuned with its own loss on the fused detections above
+their validation threshold (``distill_labels.json``; those from 0.1 up to it ignored),
+read at 0.5. ``--final fused``: the fused detector itself (about as slow at inference
+as the trainings together; it ranks better on some data, docs/experiments.md);
+``--final self-trained``: the self-trained detector alone; ``--final criterion``: the
+best of all by the same criterion. No complete labels needed. Written to ``DIR`` (default
 ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
-``fit_prior.json`` (every training, the estimates, the choice and why;
+``fit_prior_config.py`` (its config: ``tools/test.py``, ``tools/infer_slide.py`` take
+the two), ``fit_prior.json`` (every training, the estimates, the choice and why;
 ``chosen_config`` with ``chosen_cfg_options`` tests the fused or distilled detector,
 or trains a single chosen one again), ``pseudo_labels.json``, ``fit_prior.png``, and
 one work dir per training. Rerun the same command to resume.
@@ -83,16 +85,16 @@ def parse_args(argv=None):
                         'choice, or those of the first trainings fused into one detector; '
                         'the round trains at the chosen priors either way')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
-                        default='fused',
-                        help='what the fit returns after self-training: the self-trained '
-                        'detector, the training with the best criterion among all of them, '
-                        'all of them as one detector whose detections are fused '
-                        '(default; fused/, a FusedEnsemble config and checkpoint: the '
-                        'self-trained detector has half the vote, the others share the '
-                        'rest by their criterion), or one detector distilled from that '
-                        'fused one (distilled/: the self-trained detector fine-tuned on '
-                        "the fused one's confident detections on the training split; one "
-                        "detector's inference cost)")
+                        default='distilled',
+                        help='what the fit returns after self-training: one detector '
+                        'distilled from all the trainings fused (default; distilled/: the '
+                        'self-trained detector fine-tuned with its own loss on the fused '
+                        'detections above their validation threshold; one detector\'s '
+                        'inference cost), the fused detector itself (fused/, a '
+                        'FusedEnsemble of all the trainings: the self-trained one has half '
+                        'the vote, the others share the rest by their criterion; the '
+                        "trainings' inference cost together), the self-trained detector, "
+                        'or the training with the best criterion among all of them')
     parser.add_argument('--uncertain-score', type=float, metavar='SCORE',
                         help='ignore in the self-training round the detections scored '
                         f'from SCORE (in [0, {SELF_TRAIN_MIN_SCORE:g})) up to the '

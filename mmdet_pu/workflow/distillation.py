@@ -1,26 +1,31 @@
-"""The prior fit's distilled detector (:mod:`.prior_fit`, ``final='distilled'``;
-docs/method.md#distilled-detector): the self-trained detector fine-tuned on the
-confident detections of the fused one, so that the fit returns one detector, at one
-detector's inference cost, instead of the fused trainings.
+"""The prior fit's distilled detector (:mod:`.prior_fit`, ``final='distilled'``, the
+default; docs/method.md#distilled-detector): the fused trainings' detections taught to
+one detector, so that the fit returns one detector, at one detector's inference cost.
 
-:func:`distilled_run` writes the fused detector's pseudo-labels on the training split
-(``distill_labels.json``, cut as the round's are,
-:func:`~.self_training.write_source_labels`, and guarded on resume as the round's are,
-:func:`~.self_training.check_pseudo_source`) and returns the student's
-:class:`~.runs.Run` (``distilled/``): the round's config and options (the chosen
-priors, the box-fit options, the seed, the ignored band) with those labels instead of
-the round's, starting from the round's last checkpoint (``load_from``).
+:func:`distilled_run` writes the fused detector's detections on the training split as
+pseudo-labels (``distill_labels.json``): those scoring at least the threshold its
+validation selected (Lee & Liu's point estimate, not floored at 0.5 as the round's
+are: the fused vote spreads scores, and its validation threshold is where its F1 is),
+and, where the config's assigners can ignore samples, those from
+:data:`DISTILL_UNCERTAIN_SCORE` up to that threshold as ignored regions; the file is
+guarded on resume as the round's is (:func:`~.self_training.check_pseudo_source`). It
+returns the student's :class:`~.runs.Run` (``distilled/``): the round's config with the
+detector's own classification losses (:mod:`.own_loss`: with most cells labeled, the
+unlabeled samples are background, so cross entropy is the PU risk at pi ~ 0), the
+round's options without its priors and pseudo-labels, those labels instead, and the
+round's last checkpoint to start from (``load_from``). Its scores are those of a
+detector trained on (nearly) complete labels, so it is read at 0.5.
 :func:`returned_config` writes the config the fit returns with its checkpoint
 (``distilled/distilled_config.py``): the student's as it trained (its options merged),
-its validation dump recorded (:func:`~.fused_ensemble.standalone_config`), so that
-``tools/test.py distilled/distilled_config.py fit_prior.pth --score-thr val`` reads the
-student's threshold wherever the checkpoint lies.
+its validation dump recorded (:func:`~.fused_ensemble.standalone_config`).
 """
 import os.path as osp
-from typing import Callable, Optional
+from typing import Callable, Sequence
 
 from cellio.atomic import write_atomic
+from .fit_options import SELF_TRAIN_MIN_SCORE
 from .fused_ensemble import dumped_config, standalone_config
+from .own_loss import own_loss_options, write_own_loss_config
 from .runs import Run
 from .self_training import check_pseudo_source, write_source_labels
 
@@ -28,17 +33,20 @@ from .self_training import check_pseudo_source, write_source_labels
 DISTILLED = 'distilled'
 #: The fused detector's pseudo-labels the student learns, in the fit's work dir.
 DISTILL_LABELS = 'distill_labels.json'
+#: The student's config (the round's with the detector's own losses), in the work dir.
+STUDENT_CONFIG = 'distilled_student_config.py'
+#: The lowest score of a fused detection below the cut that the student ignores.
+DISTILL_UNCERTAIN_SCORE = 0.1
 #: The option that gives the training dataset its pseudo-labels.
 PSEUDO_LABELS_KEY = 'train_dataloader.dataset.pseudo_labels'
 
 
-def distilled_run(round_run: Run, teacher: dict, work_dir: str,
-                  uncertain_thr: Optional[float], echo: Callable[[str], None]) -> Run:
+def distilled_run(round_run: Run, teacher: dict, work_dir: str, ignoring: Sequence[str],
+                  echo: Callable[[str], None]) -> Run:
     """The student (module docstring) of the self-trained ``round_run`` on the
     pseudo-labels of ``teacher`` (the fused detector's row of the fit, with its
-    ``config``), the file written first if absent; ``uncertain_thr``: the round's
-    lowest uncertain score (None when it ignores none), so the student ignores the
-    teacher's detections in the same band.
+    ``config``), the file written first if absent; ``ignoring``: the config's
+    :func:`~.pseudo_labels.ignore_options` (none: no band is ignored).
 
     Raises:
         ValueError: the file holds the pseudo-labels of another checkpoint, of the
@@ -46,16 +54,26 @@ def distilled_run(round_run: Run, teacher: dict, work_dir: str,
             (:func:`~.self_training.check_pseudo_source`).
     """
     pseudo = osp.abspath(osp.join(work_dir, DISTILL_LABELS))
+    cut = teacher['val_score_thr_point'] or SELF_TRAIN_MIN_SCORE
+    uncertain_thr = (DISTILL_UNCERTAIN_SCORE
+                     if ignoring and cut > DISTILL_UNCERTAIN_SCORE else None)
     check_pseudo_source(pseudo, teacher['checkpoint'], uncertain_thr, DISTILLED)
     if not osp.isfile(pseudo):
         write_source_labels(round_run.config, pseudo, round_run.options, teacher,
-                            uncertain_thr, echo)
-    options = [f'{PSEUDO_LABELS_KEY}={pseudo}' if option.startswith(f'{PSEUDO_LABELS_KEY}=')
-               else option for option in round_run.options
-               if not option.startswith('load_from=')]
+                            uncertain_thr, echo, score_thr=cut)
+    config = osp.join(work_dir, STUDENT_CONFIG)
+    try:
+        replaced = write_own_loss_config(round_run.config, config)
+    except ValueError:  # the round trained with the detector's own losses already
+        config, replaced = round_run.config, []
+    options = [option for option in own_loss_options(round_run.options, replaced)
+               if not option.startswith((f'{PSEUDO_LABELS_KEY}=', 'load_from='))
+               and option not in ignoring]
+    options.append(f'{PSEUDO_LABELS_KEY}={pseudo}')
+    options += list(ignoring) if uncertain_thr is not None else []
     start = osp.abspath(round_run.last_checkpoint())
-    return Run(round_run.config, osp.join(work_dir, DISTILLED),
-               [*options, f'load_from={start}'], name=DISTILLED)
+    return Run(config, osp.join(work_dir, DISTILLED), [*options, f'load_from={start}'],
+               name=DISTILLED)
 
 
 def returned_config(run: Run) -> str:

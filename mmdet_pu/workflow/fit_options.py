@@ -41,7 +41,7 @@ class SelfTraining(NamedTuple):
     """How the fit's self-training round trains and what the fit returns after it
     (the arguments of :func:`~.prior_fit.fit_prior` of the same names)."""
     loss: str = 'pu'
-    final: str = 'fused'
+    final: str = 'distilled'
     uncertain_score: Optional[float] = None
     init: str = 'scratch'
     pseudo_labels_from: str = 'provisional'

@@ -156,7 +156,7 @@ def format_summary(summary: dict) -> str:
         votes = 'votes ' + ', '.join(f'{w:.2f}' for w in fused['weights'])
         lines.append(_detector_line('fused', votes, fused, '-'))
     if distilled:
-        lines.append(_detector_line('distilled', _priors(distilled), distilled, '-'))
+        lines.append(_detector_line('distilled', 'own loss', distilled, '-'))
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
                  f'{summary["checkpoint"]}')
     if summary['chosen_config'] != summary['config']:

@@ -1,5 +1,5 @@
-"""Fit the class prior of a config to its own data in at most four trainings, a fifth
-to distil them into one detector (``tools/fit_prior.py``; the rule and its evidence:
+"""Fit the class prior of a config to its own data in at most four trainings, and a
+fifth that distils them into one detector (``tools/fit_prior.py``; the rule and its evidence:
 docs/experiments.md, "A family of synthetic regimes").
 
 Every training of a Faster R-CNN or Cascade R-CNN config (softmax ``Shared2FCBBoxHead``
@@ -35,18 +35,18 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
    up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
    the round fine-tunes the chosen detector; docs/method.md#self-training);
-6. the fit returns all the trainings as one ``FusedEnsemble`` (``fused/``, written by
+6. the fit fuses all the trainings into one ``FusedEnsemble`` (``fused/``, written by
    :mod:`.fused_ensemble`; the round has half the vote, the first trainings share the
    other half by their criterion, :func:`~.fit_choice.fusion_weights`,
-   docs/method.md#fused-ensemble); ``final='self_trained'``: the self-trained detector
-   alone, ``final='criterion'``: the training with the best criterion;
-   ``final='distilled'``: one detector distilled from the fused one, at one detector's
-   inference cost (:mod:`.distillation`, docs/method.md#distilled-detector): the fused
-   detector's confident detections on the training split, cut as the round's
-   pseudo-labels are, become ``distill_labels.json``, and the self-trained detector is
-   fine-tuned on them (``distilled/``: the round's config and options with those labels
-   instead of its own, ``load_from`` its last checkpoint), returned with
-   ``distilled/distilled_config.py``.
+   docs/method.md#fused-ensemble) and returns one detector distilled from it
+   (``final='distilled'``, the default; :mod:`.distillation`,
+   docs/method.md#distilled-detector): the fused detections on the training split above
+   their validation threshold become ``distill_labels.json`` (those from 0.1 up to it
+   ignored), and the self-trained detector is fine-tuned on them with its own loss
+   (``distilled/``), returned with ``distilled/distilled_config.py`` and read at 0.5.
+   ``final='fused'``: the fused detector itself (the trainings' inference cost
+   together); ``final='self_trained'``: the self-trained detector alone,
+   ``final='criterion'``: the training with the best criterion.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system) with its config ``fit_prior_config.py``
@@ -154,20 +154,20 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
     rows.append(training_row(len(rows), run, dict(chosen['priors'])))
     made = {FUSED_SOURCE: source} if source['name'] == FUSED_SOURCE else {}
     learned = f'the pseudo-labels of {source["name"]} at the priors of {chosen["name"]}'
-    uncertain_thr = round_.uncertain_score if ignoring else None
     chosen, reason = returned_detector(work_dir, trainings, round_.final, learned, made,
-                                       uncertain_thr, echo)
+                                       ignoring, echo)
     return chosen, reason, made
 
 
 def returned_detector(work_dir: str, trainings: Trainings, final: str, learned: str,
-                      made: Dict[str, dict], uncertain_thr: Optional[float],
+                      made: Dict[str, dict], ignoring: Sequence[str],
                       echo: Callable[[str], None]):
     """Step 6 of the fit, once the round (the last of ``trainings``, which learned
     ``learned``) is trained: ``(row, reason)`` of what the fit returns (``final``, one
     of :data:`~.fit_options.FINAL_CHOICES`); the fused and the distilled detectors'
-    rows, with their ``config``, are added to ``made`` (``uncertain_thr``: the round's
-    lowest uncertain score, which the distilled one takes too)."""
+    rows, with their ``config``, are added to ``made`` (``ignoring``: the config's
+    :func:`~.pseudo_labels.ignore_options`, with which the distilled one ignores the
+    fused detector's uncertain detections)."""
     rows, trained = trainings.rows, trainings.runs
     chosen, reason = choose_training(rows, echo)
     if final == 'criterion':
@@ -191,17 +191,17 @@ def returned_detector(work_dir: str, trainings: Trainings, final: str, learned: 
     if final == 'fused':
         return made[fused.name], fusion
     student = distilled_run(trained[rows[-1]['name']], made[fused.name], work_dir,
-                            uncertain_thr, echo)
-    echo(f'training {len(rows) + 1}: the self-trained detector fine-tuned on the '
-         'confident detections of the fused one')
+                            ignoring, echo)
+    echo(f'training {len(rows) + 1}: the self-trained detector fine-tuned with its own '
+         'loss on the fused detections above their validation threshold')
     run_all([student], jobs=1, echo=echo)
     trained[student.name] = student
-    made[student.name] = dict(training_row(len(rows) + 1, student,
-                                           dict(rows[-1]['priors'])),
+    made[student.name] = dict(training_row(len(rows) + 1, student, {}),
                               config=returned_config(student))
     return made[student.name], (
         'one detector distilled from the fused one: the self-trained detector '
-        f'fine-tuned on the confident detections on the training split of {fusion}')
+        'fine-tuned with its own loss on the detections above their validation '
+        f'threshold on the training split of {fusion}')
 
 
 def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[str],
@@ -236,7 +236,7 @@ def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[st
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
               factors: Sequence[float] = DEFAULT_FACTORS, jobs: int = 1,
               self_train: bool = True, echo: Callable[[str], None] = print,
-              self_train_loss: str = 'pu', final: str = 'fused',
+              self_train_loss: str = 'pu', final: str = 'distilled',
               box_fit: bool = True,
               uncertain_score: Optional[float] = None,
               self_train_init: str = 'scratch',

@@ -60,14 +60,15 @@ def check_pseudo_source(pseudo: str, checkpoint: str,
 
 
 def write_source_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
-                        uncertain_thr: Optional[float],
-                        echo: Callable[[str], None]) -> None:
+                        uncertain_thr: Optional[float], echo: Callable[[str], None],
+                        score_thr: Optional[float] = None) -> None:
     """The confident detections of ``source`` (a row of the fit) as the pseudo-label
-    file ``pseudo``, cut at its point estimate's validation threshold, never below
-    :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`; a source with a ``config`` (a
-    fusion's, written with its options merged) detects with that config alone, the
-    others with ``config`` and ``options``."""
-    score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
+    file ``pseudo``, cut at ``score_thr`` (default: its point estimate's validation
+    threshold, never below :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`); a source with a
+    ``config`` (a fusion's, written with its options merged) detects with that config
+    alone, the others with ``config`` and ``options``."""
+    if score_thr is None:
+        score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
     own_config = source.get('config')
     found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
                                 [] if own_config else options, score_thr=score_thr,

@@ -132,11 +132,12 @@ def fake_fit(tmp_path, monkeypatch):
 
 
 def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
-    """The student: the round's config and options (the chosen priors, x2's, the box-fit
-    negatives, the seed, the ignored band), the fused detector's pseudo-labels instead
-    of the round's, and the round's last checkpoint to start from."""
+    """The student: the round's config with the detector's own losses, the round's
+    options without its priors (the box-fit negatives, the seed), the fused detector's
+    pseudo-labels cut at its validation threshold with the band below it ignored, and
+    the round's last checkpoint to start from."""
     fit, work, calls = fake_fit
-    fit(final='distilled', uncertain_score=0.1)
+    fit(uncertain_score=0.1)  # the default returns the student
     runs = {run.name: run for run in calls['trained']}
     assert list(runs) == ['provisional', 'x0.7', 'x2', 'self_trained', 'distilled']
     chosen = runs['x2'].options
@@ -149,12 +150,19 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
         *chosen, f'train_dataloader.dataset.pseudo_labels={work / "pseudo_labels.json"}',
         *IGNORING]
     student = runs['distilled']
-    assert student.config == CONFIG and student.work_dir == str(work / 'distilled')
+    assert student.config == str(work / 'distilled_student_config.py')
+    assert student.work_dir == str(work / 'distilled')
     assert student.options == [
-        *chosen, f'train_dataloader.dataset.pseudo_labels={work / "distill_labels.json"}',
+        *BOX_FIT, 'randomness.seed=0',
+        f'train_dataloader.dataset.pseudo_labels={work / "distill_labels.json"}',
         *IGNORING, f'load_from={work / "self_trained" / "iter_2.pth"}']
-    # the round's labels from the provisional, the student's from the fused detector
-    # (its own config alone), each cut at its source's point estimate, both in the band
+    own = Config.fromfile(student.config).model
+    assert own.rpn_head.loss_cls.type == 'CrossEntropyLoss'
+    assert own.rpn_head.loss_cls.use_sigmoid
+    assert own.roi_head.bbox_head.loss_cls.type == 'CrossEntropyLoss'
+    # the round's labels from the provisional (its point estimate, never below 0.5),
+    # the student's from the fused detector (its own config alone) at the fused
+    # detector's point estimate, the band from 0.1 ignored
     round_labels, distill_labels = calls['pseudo']
     assert round_labels['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
     assert round_labels['score_thr'] == 0.6 and round_labels['options'] == chosen
@@ -165,13 +173,28 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
         uncertain_thr=0.1)
 
 
+def test_the_student_takes_a_cut_below_one_half_and_ignores_its_band(fake_fit,
+                                                                    monkeypatch):
+    """A fused detector whose validation selects 0.3 gives the student its detections
+    from 0.3 (not floored at 0.5 as the round's are), from 0.1 up to 0.3 ignored, even
+    when the round ignores nothing."""
+    monkeypatch.setitem(VALIDATION, 'fused', (7, 0.25, 0.3))
+    fit, work, calls = fake_fit
+    fit()
+    student = {run.name: run for run in calls['trained']}['distilled']
+    assert [option for option in student.options if 'ignore_iof_thr' in option] == IGNORING
+    assert calls['pseudo'][-1]['score_thr'] == 0.3
+    assert calls['pseudo'][-1]['uncertain_thr'] == 0.1
+
+
 def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fit):
     fit, work, _ = fake_fit
     summary = fit(final='distilled')
     written = json.loads((work / 'fit_prior.json').read_text())
     assert summary['chosen'] == written['chosen']
     assert written['chosen'] == 'distilled' and written['final'] == 'distilled'
-    assert 'fine-tuned on the confident detections' in written['reason']
+    assert 'fine-tuned with its own loss on the detections above their validation ' \
+        'threshold' in written['reason']
     assert [row['name'] for row in written['trainings']] == [
         'provisional', 'x0.7', 'x2', 'self_trained']
     fused, distilled = written['fused'], written['distilled']
@@ -180,7 +203,7 @@ def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fi
     assert fused['val_score_thr'] == 0.35 and fused['test']['ap'] == pytest.approx(0.7)
     assert distilled['checkpoint'] == str(work / 'distilled' / 'iter_2.pth')
     assert distilled['run_dir'] == str(work / 'distilled')
-    assert distilled['priors'] == written['trainings'][2]['priors']  # x2's, the round's
+    assert distilled['priors'] == {}  # its own loss: no prior
     assert distilled['val_score_thr'] == 0.45
     assert distilled['test'] == pytest.approx(dict(avg_f1=0.7, avg_recall=0.7,
                                                    avg_precision=0.7, ap=0.7))
@@ -195,8 +218,8 @@ def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fi
         work / 'distilled' / 'cell_metrics' / 'val_per_image.json')
     assert validation_score_thr(str(work / 'fit_prior.pth'), cfg) == 0.45
     # the config as the student trained (options merged), no work dir to write over
-    assert 'work_dir' not in cfg and cfg.model.roi_head.bbox_head.loss_cls.prior == \
-        pytest.approx(scale_odds(0.2, 2.0), abs=1e-3)
+    assert 'work_dir' not in cfg
+    assert cfg.model.roi_head.bbox_head.loss_cls.type == 'CrossEntropyLoss'
     assert cfg.train_dataloader.dataset.pseudo_labels == str(work / 'distill_labels.json')
     assert cfg.load_from == str(work / 'self_trained' / 'iter_2.pth')
     # fit_prior_config.py goes with fit_prior.pth whatever the fit chose
@@ -217,7 +240,7 @@ def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fi
 
 def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fake_fit):
     fit, work, calls = fake_fit
-    fused = fit()  # the default stays the fused detector
+    fused = fit(final='fused')
     assert fused['chosen'] == 'fused' and fused['distilled'] is None
     assert fused['chosen_config'] == str(work / 'fused' / 'fused_config.py')
     returned = Config.fromfile(work / 'fit_prior_config.py')

@@ -193,10 +193,10 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert os.path.samefile(work / 'fit_prior.pth', best['checkpoint'])
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
 
-    # by default, the same four trainings returned as one detector, their detections
-    # fused
+    # final='fused': the same four trainings returned as one detector, their
+    # detections fused
     fused = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
-                      echo=lambda msg: None, uncertain_score=band)
+                      echo=lambda msg: None, uncertain_score=band, final='fused')
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes  # nothing trained again
     ensemble = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
                           weights_only=False)
@@ -224,7 +224,7 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     check_the_readme_runs_the_returned_detector(work, tmp_path)
     check_a_member_trained_again_rebuilds_the_fusion(config, work, [given], band)
     distilled = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
-                          echo=lambda msg: None, uncertain_score=band, final='distilled')
+                          echo=lambda msg: None, uncertain_score=band)  # the default
     check_the_distilled_detector_is_returned(distilled, work, tmp_path)
 
     # the round learns the first trainings fused instead (their round removed first)
@@ -232,7 +232,7 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     shutil.rmtree(work / 'self_trained')
     again = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
                       echo=lambda msg: None, uncertain_score=band,
-                      pseudo_labels_from='fused')
+                      pseudo_labels_from='fused', final='fused')
     firsts = [work / name / 'iter_2.pth' for name in ('provisional', 'x0.5', 'x2')]
     assert [p.stat().st_mtime for p in firsts] == [mtimes[p] for p in firsts]
     source = torch.load(work / 'fused_first' / 'fused.pth', map_location='cpu',
@@ -253,13 +253,15 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
 
 
 def check_the_readme_runs_the_returned_detector(work, tmp_path):
-    """What the README's own-data section runs on a fit's output: tools/test.py on the
-    fused config and fit_prior.pth at the validation threshold (its dump lies in fused/,
-    not beside fit_prior.pth) with overlays, and tools/infer_slide.py on a slide."""
+    """What the README's own-data section runs on a fit's output: tools/test.py on
+    fit_prior_config.py (here the fused detector's) and fit_prior.pth at the validation
+    threshold (its dump lies in fused/, not beside fit_prior.pth) with overlays, and
+    tools/infer_slide.py on a slide."""
     val_thr = read_validation_thr(str(work / 'fused' / 'cell_metrics' / 'val_per_image.json'))
     assert val_thr is not None  # the fused detector's validation selected one
     fit_dumps = {p: p.stat().st_mtime for p in work.glob('*/cell_metrics/*.json')}
-    config, checkpoint = work / 'fused' / 'fused_config.py', work / 'fit_prior.pth'
+    config, checkpoint = work / 'fit_prior_config.py', work / 'fit_prior.pth'
+    assert Config.fromfile(config).model.type == 'FusedEnsemble'
     tested, overlays = tmp_path / 'tested', tmp_path / 'overlays'
     proc = run_script('tools/test.py', config, checkpoint, '--score-thr', 'val',
                       '--show-dir', overlays, '--work-dir', tested)
@@ -298,7 +300,7 @@ def check_a_member_trained_again_rebuilds_the_fusion(config, work, options, band
              for split in ('val', 'test')]
     stamps = [path.stat().st_mtime_ns for path in dumps]
     fit_prior(config, str(work), options, factors=(0.5, 2.0), echo=lambda msg: None,
-              uncertain_score=band)
+              uncertain_score=band, final='fused')
     fused = torch.load(work / 'fused' / 'fused.pth', map_location='cpu',
                        weights_only=False)['state_dict']
     assert torch.equal(fused[f'members.3.{key}'], checkpoint['state_dict'][key])
@@ -309,9 +311,10 @@ def check_a_member_trained_again_rebuilds_the_fusion(config, work, options, band
 
 
 def check_the_distilled_detector_is_returned(summary, work, tmp_path):
-    """``final='distilled'``: the self-trained detector fine-tuned on the fused
-    detector's pseudo-labels is returned, beside the fused one in the report, with a
-    config that tools/test.py tests at the student's own validation threshold."""
+    """``final='distilled'`` (the default): the self-trained detector fine-tuned on the
+    fused detector's pseudo-labels is returned, beside the fused one in the report, with
+    a config that tools/test.py tests at 0.5 by default and at the student's own
+    validation threshold with ``--score-thr val``."""
     labels = json.loads((work / 'distill_labels.json').read_text())
     assert labels['checkpoint'] == str(work / 'fused' / 'fused.pth')
     options = json.loads((work / 'distilled' / 'run.json').read_text())['options']
@@ -323,9 +326,16 @@ def check_the_distilled_detector_is_returned(summary, work, tmp_path):
     assert os.path.samefile(work / 'fit_prior.pth', work / 'distilled' / 'iter_2.pth')
     config = work / 'distilled' / 'distilled_config.py'
     assert summary['chosen_config'] == str(config) and summary['chosen_cfg_options'] == []
+    returned = work / 'fit_prior_config.py'
+    assert summary['returned_config'] == str(returned)
+    tested = tmp_path / 'tested_distilled'
+    proc = run_script('tools/test.py', returned, work / 'fit_prior.pth', '--work-dir', tested)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tested / 'cell_metrics' / 'test_per_image.json').read_text())
+    assert report['score_thr'] == 0.5
     dump = work / 'distilled' / 'cell_metrics' / 'val_per_image.json'
-    val_thr, tested = read_validation_thr(str(dump)), tmp_path / 'tested_distilled'
-    proc = run_script('tools/test.py', config, work / 'fit_prior.pth', '--score-thr',
+    val_thr = read_validation_thr(str(dump))
+    proc = run_script('tools/test.py', returned, work / 'fit_prior.pth', '--score-thr',
                       'val', '--work-dir', tested)
     if val_thr is None:  # its validation selected none: the message names its dump
         assert proc.returncode == 2 and str(dump) in proc.stderr

@@ -41,15 +41,16 @@ val_dataloader['dataset'].update(type='CellCocoDataset')
     fit_dir = regime / 'fit' / 'seed0'  # the workflow reused the provisional run
     assert os.path.samefile(fit_dir / 'provisional', regime / 'provisional' / 'seed0')
     fitted = json.loads((fit_dir / 'fit_prior.json').read_text())
-    assert fitted['seed'] == 0 and fitted['chosen'] == 'fused'
+    assert fitted['seed'] == 0 and fitted['chosen'] == 'distilled'
 
     summary = family.summarize('tiny', str(work), [0])
     assert [g['seeds'] for g in summary['grid']] == [[0], [0]]
     assert set(summary['rules']) == {'workflow', 'provisional', 'recall over the grid',
                                      'Lee & Liu over the grid'}
-    # the workflow's row is the detector the fit returns: its fused detector
+    # the workflow's row is the detector the fit returns: the one distilled from its
+    # fused detector
     assert summary['rules']['workflow']['f1'][0] == pytest.approx(
-        family.test_measures(str(fit_dir / 'fused'))['f1'])
+        family.test_measures(str(fit_dir / 'distilled'))['f1'])
     text = family.write_family(str(work), [summary])
     assert '| tiny |' in text and (work / 'results.json').is_file()
     assert json.loads((work / 'results.json').read_text())['results'][0]['regime'] == 'tiny'

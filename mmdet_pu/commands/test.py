@@ -15,7 +15,7 @@ of the config's ``CellDetMetric``.
 docs/method.md#metrics): a number, or ``val`` for the threshold selected on the
 validation set at the end of training (``cell/pu_score_thr`` in ``<checkpoint
 dir>/cell_metrics/val_per_image.json``, or in the dump the config records as
-``validation_dump``, as a fit's ``fused/fused_config.py`` does; written by a
+``validation_dump``, as a fit's ``fit_prior_config.py`` does; written by a
 ``CellDetMetric`` with ``score_thr_candidates``; see
 :mod:`mmdet_pu.evaluation.score_threshold` and
 :func:`mmdet_pu.evaluation.validation_thr.set_test_score_thr`). A config

@@ -5,8 +5,8 @@ of the test command line and of ``tools/infer_slide.py``): the threshold Lee & L
 criterion selected on the validation set at the end of training
 (:mod:`.score_threshold`), read from the validation dump
 (:func:`.metric_dump.read_validation_thr`). That dump is the one the config records
-(``validation_dump``, relative to the config's folder: a fit's fused detector,
-docs/method.md#fused-ensemble), else the one beside the checkpoint (``<checkpoint
+(``validation_dump``, relative to the config's folder: the config a fit returns,
+``fit_prior_config.py``, docs/method.md#distilled-detector), else the one beside the checkpoint (``<checkpoint
 dir>/cell_metrics/val_per_image.json``).
 """
 import logging

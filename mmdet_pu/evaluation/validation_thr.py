@@ -6,8 +6,8 @@ criterion selected on the validation set at the end of training
 (:mod:`.score_threshold`), read from the validation dump
 (:func:`.metric_dump.read_validation_thr`). That dump is the one the config records
 (``validation_dump``, relative to the config's folder: the config a fit returns,
-``fit_prior_config.py``, docs/method.md#distilled-detector), else the one beside the checkpoint (``<checkpoint
-dir>/cell_metrics/val_per_image.json``).
+``fit_prior_config.py``, docs/method.md#distilled-detector), else the one beside the
+checkpoint (``<checkpoint dir>/cell_metrics/val_per_image.json``).
 """
 import logging
 import os.path as osp

@@ -7,12 +7,8 @@ import os.path as osp
 import shutil
 from typing import List
 
-from mmengine.config import Config
-
 from cellio.atomic import write_atomic
-from mmdet_pu.evaluation.cell_metric import report_path
-from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
-from .fused_ensemble import dumped_config
+from .fused_ensemble import dumped_config, standalone_config
 from .reports import pyplot
 from .runs import Run
 
@@ -51,9 +47,8 @@ def write_returned_config(chosen: dict, run: Run, work_dir: str) -> str:
     fit's dumps) and with its validation dump recorded relative to ``work_dir``
     (``validation_dump``), so that ``tools/test.py fit_prior_config.py fit_prior.pth
     --score-thr val`` and ``tools/infer_slide.py`` read the chosen detector's threshold."""
-    cfg = Config.fromfile(chosen.get('config') or dumped_config(run))
-    cfg.pop('work_dir', None)
-    cfg[VALIDATION_DUMP] = osp.relpath(report_path(run.work_dir, 'val'), work_dir)
+    cfg = standalone_config(chosen.get('config') or dumped_config(run),
+                            osp.relpath(run.work_dir, work_dir))
     path = osp.join(work_dir, RETURNED_CONFIG)
     write_atomic(path, cfg.pretty_text)
     return path

@@ -44,16 +44,16 @@ def dumped_config(run: Run) -> str:
     return path
 
 
-def standalone_config(config: str) -> Config:
+def standalone_config(config: str, detector_dir: str = os.curdir) -> Config:
     """``config`` (a run's :func:`dumped_config`) as a fit returns it, to be written into
-    the folder that holds the detector's ``cell_metrics/``: that validation dump recorded
-    (``validation_dump``, relative to the config), so ``--score-thr val`` reads it
-    wherever the checkpoint lies, and its ``work_dir`` dropped, so a test of it without
-    ``--work-dir`` writes into ``./work_dirs/<config name>``, as for any config, not over
-    the fit's dumps."""
+    a folder from which ``detector_dir`` (default: that folder itself) holds the
+    detector's ``cell_metrics/``: that validation dump recorded (``validation_dump``,
+    relative to the config), so ``--score-thr val`` reads it wherever the checkpoint
+    lies, and its ``work_dir`` dropped, so a test of it without ``--work-dir`` writes into
+    ``./work_dirs/<config name>``, as for any config, not over the fit's dumps."""
     cfg = Config.fromfile(config)
     cfg.pop('work_dir', None)
-    cfg[VALIDATION_DUMP] = report_path(os.curdir, 'val')
+    cfg[VALIDATION_DUMP] = report_path(detector_dir, 'val')
     return cfg
 
 

@@ -115,7 +115,7 @@ def parse_args(argv=None):
                         'and tools/slurm_infer_slide.sh set it)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config settings, e.g. '
-                        'model.test_cfg.rcnn.max_per_img=300')
+                        'model.test_cfg.rcnn.max_per_img=600')
     return parser, parser.parse_args(argv)
 
 

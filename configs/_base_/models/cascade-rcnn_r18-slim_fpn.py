@@ -1,7 +1,8 @@
 # Slim Cascade R-CNN for CPU runs: ResNet-18 FPN with 64 channels, box heads with two fc
-# of 256, 300 proposals and 128 RoIs per image and stage, as faster-rcnn_r18-slim_fpn.py.
-# Everything else (16-256 px anchors for 12-40 px cells, random init with trainable BN
-# statistics, the docs/method.md#evaluation test settings) is cascade-rcnn_r50_fpn.py's.
+# of 256, 300 proposals and 128 RoIs per image and stage in training, as
+# faster-rcnn_r18-slim_fpn.py. Everything else (16-256 px anchors for 12-40 px cells, random
+# init with trainable BN statistics, the docs/method.md#evaluation test settings: 1000
+# proposals) is cascade-rcnn_r50_fpn.py's.
 _base_ = './cascade-rcnn_r50_fpn.py'
 model = dict(
     backbone=dict(depth=18),
@@ -15,5 +16,4 @@ model = dict(
     train_cfg=dict(
         rpn_proposal=dict(nms_pre=1000, max_per_img=300),
         rcnn=[dict(stage, sampler=dict(stage['sampler'], num=128))
-              for stage in _base_.model.train_cfg.rcnn]),
-    test_cfg=dict(rpn=dict(nms_pre=1000, max_per_img=300)))
+              for stage in _base_.model.train_cfg.rcnn]))

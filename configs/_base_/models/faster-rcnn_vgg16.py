@@ -34,4 +34,4 @@ model = dict(
         # 300 proposals; 128 RoIs per image, a quarter positive at most (Ren et al.)
         rpn_proposal=dict(max_per_img=300),
         rcnn=dict(sampler=dict(num=128))),
-    test_cfg=dict(rpn=dict(nms_pre=2000, max_per_img=300)))
+    test_cfg=dict(rpn=dict(nms_pre=2000, max_per_img=1000)))

@@ -11,7 +11,7 @@
 #    Faster R-CNN bases; ImageNet weights: --cfg-options load_from=<converted .pth>
 #    (docs/pretrained.md);
 #  * inputs normalised to [-1, 1] (mean = std = 127.5), as every model base;
-#  * test settings of docs/method.md#evaluation: class-wise NMS at IoU 0.3, at most 100
+#  * test settings of docs/method.md#evaluation: class-wise NMS at IoU 0.3, at most 400
 #    detections per patch, scores down to 0.05 kept;
 #  * one class (the experiment's parent config sets the dataset's num_classes).
 model = dict(
@@ -74,4 +74,4 @@ model = dict(
         min_bbox_size=0,
         score_thr=0.05,
         nms=dict(type='nms', iou_threshold=0.3),
-        max_per_img=100))
+        max_per_img=400))

@@ -14,7 +14,7 @@
 #    padded to a multiple of 32, which mmdet's pipelines do with their fixed 640 px pad
 #    (the PAFPN concatenates upsampled levels, so each side must divide by the largest
 #    stride: our test tiles are 250 or 500 px);
-#  * test settings of docs/method.md#evaluation: class-wise NMS at IoU 0.3, at most 100
+#  * test settings of docs/method.md#evaluation: class-wise NMS at IoU 0.3, at most 400
 #    detections per patch, scores down to 0.05 kept (mmdet: 0.65, 300, 0.001);
 #  * one class (the experiment's parent config sets the dataset's num_classes).
 # The training recipe of mmdet's config (AdamW, 300 epochs, mosaic, mixup, EMA) is not
@@ -74,4 +74,4 @@ model = dict(
         min_bbox_size=0,
         score_thr=0.05,
         nms=dict(type='nms', iou_threshold=0.3),
-        max_per_img=100))
+        max_per_img=400))

@@ -101,16 +101,6 @@ def test_priors_from_counts_keeps_previous_when_anchor_not_detected():
     assert new is not previous
 
 
-def test_priors_from_counts_holds_undetected_classes_when_asked():
-    previous = torch.tensor([0.3, 0.2, 0.1])
-    counts = torch.tensor([0, 10, 4])
-    paper = priors_from_counts(previous, counts, anchor=1, anchor_prior=0.25)
-    held = priors_from_counts(previous, counts, anchor=1, anchor_prior=0.25,
-                              hold_undetected=True)
-    assert paper[0] == 0  # the paper's rule: the floor (constrain_priors) decides
-    torch.testing.assert_close(held, torch.tensor([0.3, 0.25, 0.25 * 4 / 10]))
-
-
 def test_constrain_priors_raises_undetected_classes_to_min_prior():
     priors, scaled = constrain_priors(torch.tensor([0.3, 0.0, 0.1]), anchor=0,
                                       min_prior=1e-3, max_total_prior=0.99)
@@ -305,20 +295,6 @@ def test_smoothing_runs_the_rule_on_running_counts_and_checkpoints_them(
     resumed = PriorUpdateHook(anchor_prior=0.3, smoothing=0.75)
     resumed.after_load_checkpoint(runner, checkpoint)
     torch.testing.assert_close(resumed.running_counts, running)
-
-
-def test_hold_undetected_keeps_a_class_the_detector_has_not_found(tmp_path, monkeypatch):
-    runner = build_runner(tmp_path, anchor_class=0, hold_undetected=True)
-    hook = prior_hook(runner)
-    hook.before_train(runner)
-    roi_loss = losses(runner)[0]
-    set_counts(monkeypatch, hook, [10, 0, 5])
-    hook.before_train_iter(runner, 0, data_batch=None)
-    # class 1 keeps its configured prior, not the floor; class 2 follows the rule
-    torch.testing.assert_close(roi_loss.priors, torch.tensor([0.3, 0.2, 0.15]))
-    set_counts(monkeypatch, hook, [10, 2, 5])
-    hook.before_train_iter(runner, 1, data_batch=None)
-    torch.testing.assert_close(roi_loss.priors, torch.tensor([0.3, 0.06, 0.15]))
 
 
 def test_detections_are_counted_in_eval_mode_and_train_mode_is_restored(tmp_path):

@@ -23,22 +23,16 @@ from mmdet_pu.models.losses.pu_loss import MultiPULoss, PULoss
 
 
 def priors_from_counts(previous: Tensor, counts: Tensor, anchor: int,
-                       anchor_prior: float, hold_undetected: bool = False) -> Tensor:
+                       anchor_prior: float) -> Tensor:
     """The paper's update rule (Section 2.3), before any clipping.
 
     ``pi_m = pi_1 * N_m / N_1`` for every class ``m``, so ``pi_anchor = pi_1``. When the
     anchor class has no detection (``N_1 = 0``) the ratio is undefined and the previous
-    priors are returned unchanged. With ``hold_undetected`` a class without detections
-    (``N_m = 0``) keeps its previous prior instead of dropping to 0: a detector that
-    has not learned a class yet is no evidence that the class is absent
-    (docs/method.md#the-prior-update-hook).
+    priors are returned unchanged.
     """
     if counts[anchor] == 0:
         return previous.clone()
     priors = anchor_prior * counts.to(previous) / counts[anchor].to(previous)
-    if hold_undetected:
-        undetected = counts == 0
-        priors[undetected] = previous[undetected]
     priors[anchor] = anchor_prior
     return priors
 
@@ -137,9 +131,6 @@ class PriorUpdateHook(Hook):
         update_rpn_prior (bool): Set the binary PU losses' prior. Defaults to True.
         smoothing (float): Weight of the past in running counts, in [0, 1).
             Defaults to 0 (the paper's per-batch counts).
-        hold_undetected (bool): A class with no (running) detection keeps its prior
-            instead of the floor ``min_prior`` (:func:`priors_from_counts`). Defaults to
-            False (the paper's rule).
     """
 
     priority = 'NORMAL'
@@ -154,8 +145,7 @@ class PriorUpdateHook(Hook):
                  max_total_prior: float = 0.99,
                  reuse_features: bool = True,
                  update_rpn_prior: bool = True,
-                 smoothing: float = 0.0,
-                 hold_undetected: bool = False) -> None:
+                 smoothing: float = 0.0) -> None:
         if not 0 < max_total_prior < 1:
             raise ValueError('PriorUpdateHook: max_total_prior must be in (0, 1), '
                              f'got {max_total_prior}')
@@ -173,7 +163,6 @@ class PriorUpdateHook(Hook):
             raise ValueError(f'PriorUpdateHook: smoothing must be in [0, 1), got '
                              f'{smoothing}')
         self.smoothing = smoothing
-        self.hold_undetected = hold_undetected
         if interval < 1 or begin_iter < 0:
             raise ValueError('PriorUpdateHook: interval must be >= 1 and begin_iter '
                              f'>= 0, got interval={interval}, begin_iter={begin_iter}')
@@ -328,8 +317,7 @@ class PriorUpdateHook(Hook):
                           + (1 - self.smoothing) * counts)
             self.running_counts = counts
         self._set_priors(priors_from_counts(
-            self.multi_losses[0].priors, counts, self.anchor, self.anchor_prior,
-            self.hold_undetected))
+            self.multi_losses[0].priors, counts, self.anchor, self.anchor_prior))
 
     def _set_priors(self, priors: Tensor) -> None:
         """Constrain ``priors``, then copy them into every PU loss in place."""

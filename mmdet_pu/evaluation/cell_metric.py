@@ -50,6 +50,7 @@ from mmengine.logging import MessageHub, MMLogger, print_log
 
 from mmdet.registry import METRICS
 from cellio.atomic import atomic_open, write_json_atomic
+from .classes_merged import confusion_matrix, match_classes_merged
 from .matching import (ERROR_KINDS, count_per_class, dont_care, error_kinds, match_image,
                        to_numpy)
 from .rates import RATES, average_precision, counts_at, detection_rates, nanmean
@@ -59,6 +60,8 @@ from .score_threshold import pu_threshold_criterion, select_score_thr
 DUMP_DIR = 'cell_metrics'
 #: Per image, the ranked detections: scores (descending), classes and TP flags.
 RANKED = ('scores', 'labels', 'matched')
+#: The metric names (after the prefix) of the detection with the classes merged.
+CLASSES_MERGED = 'classes_merged'
 
 
 def report_path(work_dir: str, stage: str = 'test') -> str:
@@ -100,6 +103,13 @@ class CellDetMetric(BaseMetric):
     and the means over classes ``cell/avg_{recall,precision,f1}``,
     ``cell/pooled_{recall,precision,f1}`` and ``cell/ap`` (classes absent from the set,
     NaN, are left out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
+
+    With more than one class, finding cells and classifying them are also measured
+    apart (:mod:`mmdet_pu.evaluation.classes_merged`): ``cell/classes_merged/avg_{recall,
+    precision,f1}``, ``cell/classes_merged/pooled_{recall,precision,f1}`` and
+    ``cell/classes_merged/ap`` of the detections with the classes merged against every
+    cell, and ``cell/class_accuracy``, the share of the cells found at ``score_thr`` that
+    were given their class; the dump holds their ``confusion`` matrix.
 
     With ``score_thr_candidates`` the metric also selects a score threshold for data
     whose labels are incomplete (a validation set): for every candidate it counts the
@@ -226,10 +236,14 @@ class CellDetMetric(BaseMetric):
             tp, fp, fn = counts_at(*ranked.values(), tp_all + fn_all, self.score_thr,
                                    num_classes)
             img_id = sample.get('img_id')
-            self.results.append(dict(
-                img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
-                img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn, **ranked,
-                kinds=kinds[order]))
+            result = dict(img_id=img_id.item() if hasattr(img_id, 'item') else img_id,
+                          img_path=sample.get('img_path'), tp=tp, fp=fp, fn=fn, **ranked,
+                          kinds=kinds[order])
+            if num_classes > 1:
+                result[CLASSES_MERGED] = match_classes_merged(
+                    to_numpy(pred['bboxes']), scores, pred_labels, to_numpy(gt['bboxes']),
+                    gt_labels, to_numpy(ignored_bboxes), self.iou_thr, self.radius)
+            self.results.append(result)
 
     def compute_metrics(self, results: list) -> dict:
         """Per-class and class-mean metrics from the per-image counts."""
@@ -258,8 +272,13 @@ class CellDetMetric(BaseMetric):
             metrics[f'avg_{rate}'] = float(nanmean(average[rate]))
             metrics[f'pooled_{rate}'] = float(nanmean(pooled[rate]))
         metrics['ap'] = float(nanmean(ap))
+        confusion = None
+        if len(classes) > 1:
+            confusion = confusion_matrix([r[CLASSES_MERGED] for r in results],
+                                         self.score_thr, len(classes))
+            metrics.update(self._classes_merged_metrics(results, num_gt.sum(1), confusion))
 
-        print_log(self._summary(metrics, len(results)), logger='current')
+        print_log(self._summary(metrics, len(results), confusion), logger='current')
         selection = None
         if self.score_thr_candidates is not None:
             selection = self._select_score_thr(results, num_gt.sum(0))
@@ -274,7 +293,30 @@ class CellDetMetric(BaseMetric):
             per_image['ap'] = np.array(
                 [self._average_precision([r], n) for r, n in zip(results, num_gt)],
                 dtype=np.float64).reshape(len(results), len(classes))
-            self._dump(results, counts, per_image, metrics, selection)
+            self._dump(results, counts, per_image, metrics, selection, confusion)
+        return metrics
+
+    def _classes_merged_metrics(self, results: list, num_cells, confusion) -> dict:
+        """Rates and AP of the detections with the classes merged against every cell
+        (``num_cells`` per image), and the class accuracy of the cells found."""
+        merged = [r[CLASSES_MERGED] for r in results]
+        counts = np.array([
+            counts_at(m['scores'], np.zeros(len(m['scores']), np.int64),
+                      m['true_labels'] >= 0, [n], self.score_thr, 1)
+            for m, n in zip(merged, num_cells)], dtype=np.int64).reshape(len(results), 3)
+        per_image = detection_rates(*counts.T)
+        pooled = detection_rates(*counts.sum(0))
+        metrics = {f'{CLASSES_MERGED}/avg_{rate}': float(nanmean(per_image[rate]))
+                   for rate in RATES}
+        metrics.update({f'{CLASSES_MERGED}/pooled_{rate}': float(pooled[rate])
+                        for rate in RATES})
+        scores, matched = (np.concatenate([np.zeros(0)] + [m[k] for m in merged])
+                           for k in ('scores', 'true_labels'))
+        metrics[f'{CLASSES_MERGED}/ap'] = float(
+            average_precision(scores, matched >= 0, int(np.sum(num_cells))))
+        found = confusion.sum()
+        metrics['class_accuracy'] = float(np.trace(confusion) / found) if found else \
+            float('nan')
         return metrics
 
     def _false_positive_kinds(self, results: list, label: int) -> list:
@@ -317,8 +359,9 @@ class CellDetMetric(BaseMetric):
         return (f'centre distance <= {self.radius} px' if self.radius is not None
                 else f'IoU >= {self.iou_thr}')
 
-    def _summary(self, metrics: dict, num_images: int) -> str:
-        """A per-class table for the log."""
+    def _summary(self, metrics: dict, num_images: int, confusion=None) -> str:
+        """A per-class table for the log (with the classes merged and the confusion
+        matrix of the cells found when there are several classes)."""
         header = ('class', 'TP', 'FP', 'FN', 'avg R', 'avg P', 'avg F1',
                   'pooled R', 'pooled P', 'pooled F1', 'AP')
         rows = [header]
@@ -332,6 +375,12 @@ class CellDetMetric(BaseMetric):
         lines += [f'{name} false positives: ' + ', '.join(
             f'{metrics[f"{name}/fp_{kind}"]} {kind}' for kind in ERROR_KINDS[1:])
             for name in self.classes]
+        if confusion is not None:
+            merged = {k: metrics[f'{CLASSES_MERGED}/{k}'] for k in ('avg_f1', 'ap')}
+            lines += [f'classes merged: avg F1 {merged["avg_f1"]:.4f}, AP {merged["ap"]:.4f};'
+                      f' class accuracy of the cells found {metrics["class_accuracy"]:.4f}'
+                      ', confusion (rows: true class, columns: given class, '
+                      f'{", ".join(self.classes)}): {confusion.tolist()}']
         return (f'CellDetMetric on {num_images} images (score >= {self.score_thr}, '
                 f'{self._criterion()}; AP over every detection; false positives by '
                 'kind, docs/method.md#metrics):\n' + '\n'.join(lines))
@@ -344,7 +393,8 @@ class CellDetMetric(BaseMetric):
             return None
         return osp.join(osp.dirname(osp.dirname(log_file)), DUMP_DIR)
 
-    def _dump(self, results, counts, per_image, metrics, selection=None) -> None:
+    def _dump(self, results, counts, per_image, metrics, selection=None,
+              confusion=None) -> None:
         """Write ``<stage>_per_image.json`` (everything) and ``.csv`` (one row per
         image and class)."""
         out_dir = self._dump_dir()
@@ -373,7 +423,8 @@ class CellDetMetric(BaseMetric):
             kinds=list(ERROR_KINDS),
             metrics={head + k: (None if isinstance(v, float) and np.isnan(v) else v)
                      for k, v in metrics.items()},
-            score_thr_selection=selection, images=images)
+            score_thr_selection=selection,
+            confusion=None if confusion is None else confusion.tolist(), images=images)
         json_file = osp.join(out_dir, f'{stage}_per_image.json')
         write_json_atomic(json_file, report, indent=1)
 

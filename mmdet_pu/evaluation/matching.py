@@ -28,10 +28,12 @@ class ImageMatch(NamedTuple):
         kept: (N,) bool, prediction passed the score threshold (only those are matched).
         pred_tp: (N,) bool, prediction is a TP (always ``False`` where not ``kept``).
         gt_matched: (M,) bool, ground truth was matched by a TP (``False`` means FN).
+        pred_gt: (N,) int, the ground truth a TP matched (-1 for any other prediction).
     """
     kept: np.ndarray
     pred_tp: np.ndarray
     gt_matched: np.ndarray
+    pred_gt: np.ndarray
 
 
 def to_numpy(value) -> np.ndarray:
@@ -100,6 +102,7 @@ def match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
 
     kept = pred_scores >= score_thr
     pred_tp = np.zeros(len(pred_bboxes), dtype=bool)
+    pred_gt = np.full(len(pred_bboxes), -1, dtype=np.int64)
     gt_matched = np.zeros(len(gt_bboxes), dtype=bool)
     if radius is None:
         # Higher is better: IoU; a pair passes with IoU >= iou_thr.
@@ -120,8 +123,9 @@ def match_image(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_labels,
         j = int(np.argmax(candidates))
         if candidates[j] >= threshold:
             pred_tp[i] = True
+            pred_gt[i] = j
             gt_matched[j] = True
-    return ImageMatch(kept, pred_tp, gt_matched)
+    return ImageMatch(kept, pred_tp, gt_matched, pred_gt)
 
 
 def dont_care(match: ImageMatch, pred_bboxes, ignored_bboxes, iou_thr: float = 0.5,

@@ -29,18 +29,21 @@ from .fused_ensemble import file_stamps
 
 def new_cells(labeled, detections, score_thr: float) -> Tuple[np.ndarray, np.ndarray]:
     """The ``detections`` (``bboxes``, ``labels``, ``scores``) at ``score >= score_thr``
-    that are none of the ``labeled`` cells: ``(K, 5)`` ``[x1, y1, x2, y2, label]`` and
-    their ``(K,)`` scores."""
+    that are none of the ``labeled`` cells: ``(K, 5)`` ``[x1, y1, x2, y2, label]`` (to
+    the file's 0.01 px) and their ``(K,)`` scores. A box without width or height at that
+    precision (a detector clips its boxes to the image, and one beyond the border
+    becomes a line) is no cell and left out."""
     scores = detections.scores.cpu().numpy()
-    boxes = get_box_tensor(detections.bboxes).cpu().numpy()
-    new = (scores >= score_thr) & new_detections(get_box_tensor(labeled.bboxes).cpu().numpy(),
-                                                 boxes)
+    boxes = np.round(get_box_tensor(detections.bboxes).cpu().numpy().astype(np.float64), 2)
+    proper = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    new = (scores >= score_thr) & proper & new_detections(
+        get_box_tensor(labeled.bboxes).cpu().numpy(), boxes)
     labels = detections.labels.cpu().numpy()
     return np.concatenate([boxes[new], labels[new, None]], axis=1), scores[new]
 
 
 def _as_lists(boxes: np.ndarray) -> list:
-    return [[round(float(v), 2) for v in box[:4]] + [int(box[4])] for box in boxes]
+    return [[float(v) for v in box[:4]] + [int(box[4])] for box in boxes]
 
 
 def write_pseudo_labels(config: str, checkpoint: str, out: str,

@@ -46,6 +46,21 @@ def test_the_scores_of_new_cells_split_pseudo_labels_from_the_uncertain_band():
     assert found[scores < 0.5].tolist() == [[50, 50, 60, 60, 0]]
 
 
+def test_boxes_without_width_or_height_are_no_cells():
+    # a detector clips its boxes to the image: one beyond the border x = 200 becomes a
+    # line there (the file's own 0.01 px decides), which no dataset reads as a cell
+    labeled = InstanceData(bboxes=torch.zeros((0, 4)), labels=torch.zeros(0).long())
+    detections = InstanceData(
+        bboxes=torch.tensor([[200., 178.63, 200., 189.46],   # clipped to a line
+                             [190., 10., 200.001, 20.],       # a cell at the border
+                             [50., 50., 50.004, 60.],         # 0.004 px wide
+                             [30.123, 30., 40.456, 42.]]),
+        labels=torch.tensor([0, 0, 0, 0]), scores=torch.tensor([0.9, 0.8, 0.7, 0.6]))
+    found, scores = new_cells(labeled, detections, 0.1)
+    assert found.tolist() == [[190, 10, 200, 20, 0], [30.12, 30, 40.46, 42, 0]]
+    assert scores.tolist() == pytest.approx([0.8, 0.6])
+
+
 def _faster_rcnn_train_cfg():
     cfg = Config.fromfile(str(REPO / 'configs/real/mnfinder_keep1_pu.py'))
     return cfg.model.train_cfg

@@ -213,21 +213,20 @@ class CellDetMetric(BaseMetric):
         num_classes = len(self.classes)
         for sample in data_samples:
             pred, gt = sample['pred_instances'], sample['gt_instances']
+            pred_bboxes, gt_bboxes = to_numpy(pred['bboxes']), to_numpy(gt['bboxes'])
             scores = to_numpy(pred['scores']).astype(np.float64).reshape(-1)
             pred_labels, gt_labels = to_numpy(pred['labels']), to_numpy(gt['labels'])
-            match = match_image(to_numpy(pred['bboxes']), scores, pred_labels,
-                                to_numpy(gt['bboxes']), gt_labels, score_thr=-np.inf,
-                                iou_thr=self.iou_thr, radius=self.radius)
+            match = match_image(pred_bboxes, scores, pred_labels, gt_bboxes, gt_labels,
+                                score_thr=-np.inf, iou_thr=self.iou_thr, radius=self.radius)
             tp_all, _, fn_all = count_per_class(match, pred_labels, gt_labels, num_classes,
                                                 image=sample.get('img_path'))
-            kinds = error_kinds(match, to_numpy(pred['bboxes']), pred_labels,
-                                to_numpy(gt['bboxes']), gt_labels, self.iou_thr,
-                                self.radius)
+            kinds = error_kinds(match, pred_bboxes, pred_labels, gt_bboxes, gt_labels,
+                                self.iou_thr, self.radius)
             ignored = sample.get('ignored_instances')
-            ignored_bboxes = ignored['bboxes'] if ignored is not None and \
+            ignored_bboxes = to_numpy(ignored['bboxes']) if ignored is not None and \
                 'bboxes' in ignored else np.zeros((0, 4))
-            counted = ~dont_care(match, to_numpy(pred['bboxes']), to_numpy(ignored_bboxes),
-                                 self.iou_thr, self.radius)
+            counted = ~dont_care(match, pred_bboxes, ignored_bboxes, self.iou_thr,
+                                 self.radius)
             order = np.argsort(-scores, kind='stable')
             order = order[counted[order]]
             ranked = dict(scores=scores[order],
@@ -241,8 +240,8 @@ class CellDetMetric(BaseMetric):
                           kinds=kinds[order])
             if num_classes > 1:
                 result[CLASSES_MERGED] = match_classes_merged(
-                    to_numpy(pred['bboxes']), scores, pred_labels, to_numpy(gt['bboxes']),
-                    gt_labels, to_numpy(ignored_bboxes), self.iou_thr, self.radius)
+                    pred_bboxes, scores, pred_labels, gt_bboxes, gt_labels,
+                    ignored_bboxes, self.iou_thr, self.radius)
             self.results.append(result)
 
     def compute_metrics(self, results: list) -> dict:

@@ -30,14 +30,15 @@ def merge_classes(bboxes, scores, iou_thr: float = 0.5,
     """
     bboxes = np.asarray(bboxes, dtype=np.float64).reshape(-1, 4)
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
-    near = (box_iou(bboxes, bboxes) >= iou_thr if radius is None
-            else centre_distance(bboxes, bboxes) <= radius)
     dropped = np.zeros(len(scores), dtype=bool)
     kept = []
     for i in np.argsort(-scores, kind='stable'):
         if not dropped[i]:
             kept.append(i)
-            dropped |= near[i]
+            # one row at a time: a whole tiled image holds thousands of detections
+            box = bboxes[i:i + 1]
+            dropped |= (box_iou(box, bboxes)[0] >= iou_thr if radius is None
+                        else centre_distance(box, bboxes)[0] <= radius)
     return np.asarray(kept, dtype=np.int64)
 
 

@@ -31,13 +31,15 @@ def check_self_training(cfg: Config, config: str) -> None:
 
 def check_pseudo_source(pseudo: str, checkpoint: str,
                         uncertain_thr: Optional[float] = None,
-                        learner: str = 'self_trained') -> None:
+                        learner: str = 'self_trained',
+                        score_thr: Optional[float] = None) -> None:
     """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
     another checkpoint than ``checkpoint``, of ``checkpoint`` as it was before it changed
     (its size or modification time differ from those the file records: its source was
-    trained or fused again at the same path), or another lowest uncertain score than
-    ``uncertain_thr`` (a fit resumed with other choices). The message says to remove the
-    file and the folder ``learner`` of the training that learned it."""
+    trained or fused again at the same path), another lowest uncertain score than
+    ``uncertain_thr`` or, when ``score_thr`` is given, another cut (a fit resumed with
+    other choices, or by a version of the workflow that cut elsewhere). The message says
+    to remove the file and the folder ``learner`` of the training that learned it."""
     if not osp.isfile(pseudo):
         return
     with open(pseudo) as f:
@@ -57,18 +59,28 @@ def check_pseudo_source(pseudo: str, checkpoint: str,
         raise ValueError(f'{pseudo} was written with uncertain detections from score '
                          f'{content.get("uncertain_thr")}, this fit asks for '
                          f'{uncertain_thr}; {remedy}')
+    if score_thr is not None and content.get('score_thr') != score_thr:
+        raise ValueError(f'{pseudo} holds the detections scoring at least '
+                         f'{content.get("score_thr")}, this fit cuts its pseudo-labels at '
+                         f'{score_thr:g}; {remedy}')
+
+
+def round_cut(source: dict) -> float:
+    """The round's cut (docs/method.md#self-training): the threshold of the point
+    estimate of Lee & Liu's criterion on ``source``'s validation, never below
+    :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`: the cut the round was measured with
+    (the student's, :func:`~.distillation.distillation_cut`, is not floored and takes
+    the lower bound's threshold instead)."""
+    return max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
 
 
 def write_source_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
                         uncertain_thr: Optional[float], echo: Callable[[str], None],
-                        score_thr: Optional[float] = None) -> None:
-    """The confident detections of ``source`` (a row of the fit) as the pseudo-label
-    file ``pseudo``, cut at ``score_thr`` (default: its point estimate's validation
-    threshold, never below :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`); a source with a
-    ``config`` (a fusion's, written with its options merged) detects with that config
-    alone, the others with ``config`` and ``options``."""
-    if score_thr is None:
-        score_thr = max(SELF_TRAIN_MIN_SCORE, source['val_score_thr_point'] or 0.0)
+                        score_thr: float) -> None:
+    """The detections of ``source`` (a row of the fit) scoring at least ``score_thr`` as
+    the pseudo-label file ``pseudo``; a source with a ``config`` (a fusion's, written
+    with its options merged) detects with that config alone, the others with ``config``
+    and ``options``."""
     own_config = source.get('config')
     found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
                                 [] if own_config else options, score_thr=score_thr,
@@ -99,9 +111,10 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], source
     initialisation."""
     pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
     uncertain_thr = uncertain_score if ignoring else None
-    check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr)
+    cut = round_cut(source)
+    check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr, score_thr=cut)
     if not osp.isfile(pseudo):
-        write_source_labels(config, pseudo, options, source, uncertain_thr, echo)
+        write_source_labels(config, pseudo, options, source, uncertain_thr, echo, cut)
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)

@@ -15,6 +15,7 @@ from mmdet_pu.evaluation.validation_thr import validation_dump, validation_score
 from mmdet_pu.prior.candidates import scale_odds
 from mmdet_pu.prior.selection import COLUMNS
 from mmdet_pu.workflow import prior_fit, self_training
+from mmdet_pu.workflow.distillation import distillation_cut
 from mmdet_pu.workflow.fit_choice import fusion_weights
 from mmdet_pu.workflow.fit_options import load_fit_config
 from mmdet_pu.workflow.fit_report import format_summary, returned_training
@@ -161,30 +162,57 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
     assert own.rpn_head.loss_cls.use_sigmoid
     assert own.roi_head.bbox_head.loss_cls.type == 'CrossEntropyLoss'
     # the round's labels from the provisional (its point estimate, never below 0.5),
-    # the student's from the fused detector (its own config alone) at the fused
-    # detector's point estimate, the band from 0.1 ignored
+    # the student's from the fused detector (its own config alone) at the threshold the
+    # fused detector's validation selected (0.35; its point estimate chose 0.7), the
+    # band from 0.1 ignored
     round_labels, distill_labels = calls['pseudo']
     assert round_labels['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
     assert round_labels['score_thr'] == 0.6 and round_labels['options'] == chosen
     assert distill_labels == dict(
         config=str(work / 'fused' / 'fused_config.py'),
         checkpoint=str(work / 'fused' / 'fused.pth'),
-        out=str(work / 'distill_labels.json'), options=[], score_thr=0.7,
+        out=str(work / 'distill_labels.json'), options=[], score_thr=0.35,
         uncertain_thr=0.1)
 
 
 def test_the_student_takes_a_cut_below_one_half_and_ignores_its_band(fake_fit,
                                                                     monkeypatch):
-    """A fused detector whose validation selects 0.3 gives the student its detections
-    from 0.3 (not floored at 0.5 as the round's are), from 0.1 up to 0.3 ignored, even
+    """A fused detector whose validation selects 0.25 gives the student its detections
+    from 0.25 (not floored at 0.5 as the round's are), from 0.1 up to 0.25 ignored, even
     when the round ignores nothing."""
     monkeypatch.setitem(VALIDATION, 'fused', (7, 0.25, 0.3))
     fit, work, calls = fake_fit
     fit()
     student = {run.name: run for run in calls['trained']}['distilled']
     assert [option for option in student.options if 'ignore_iof_thr' in option] == IGNORING
-    assert calls['pseudo'][-1]['score_thr'] == 0.3
+    assert calls['pseudo'][-1]['score_thr'] == 0.25
     assert calls['pseudo'][-1]['uncertain_thr'] == 0.1
+
+
+@pytest.mark.parametrize('bound, point, cut', [
+    (0.1, 0.6, 0.1),  # the CRC fit whose point estimate left the student one label
+    (0.4, 0.3, 0.4), (None, 0.3, 0.3), (None, None, 0.5)])
+def test_the_students_cut_is_the_validation_bounds_threshold(bound, point, cut):
+    assert distillation_cut(dict(val_score_thr=bound, val_score_thr_point=point)) == cut
+
+
+def test_a_resumed_student_refuses_labels_cut_elsewhere(fake_fit, monkeypatch):
+    """Labels written at the point estimate's threshold (as the workflow cut them before)
+    are not learned again once the bound's threshold differs: the message says what to
+    remove."""
+    fit, work, calls = fake_fit
+    monkeypatch.setitem(VALIDATION, 'fused', (7, 0.1, 0.6))
+    fit()
+    assert calls['pseudo'][-1]['score_thr'] == 0.1
+    assert calls['pseudo'][-1]['uncertain_thr'] is None  # no band below a cut at 0.1
+    labels = work / 'distill_labels.json'
+    content = json.loads(labels.read_text())
+    labels.write_text(json.dumps(dict(content, score_thr=0.6)))
+    with pytest.raises(ValueError, match=re.escape(
+            f'{labels} holds the detections scoring at least 0.6, this fit cuts its '
+            'pseudo-labels at 0.1; use another --work-dir, or remove that file and the '
+            'distilled folder beside it')):
+        fit()
 
 
 def test_the_fit_returns_the_student_and_reports_it_beside_the_fused_one(fake_fit):

@@ -351,9 +351,9 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
     pseudo = tmp_path / 'pseudo_labels.json'
     source = str(tmp_path / 'x2' / 'iter_300.pth')
     pseudo.write_text(json.dumps(dict(images={}, uncertain={}, checkpoint=source,
-                                      uncertain_thr=0.1)))
+                                      uncertain_thr=0.1, score_thr=0.6)))
     ignoring = ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5']
-    chosen = dict(name='x2', checkpoint=source)
+    chosen = dict(name='x2', checkpoint=source, val_score_thr_point=0.6)
     run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], chosen,
                             echo=lambda msg: None, uncertain_score=0.1,
                             ignoring=ignoring, init_from=source)
@@ -365,6 +365,11 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
                                          'asks for None'):
         self_training_run('pu.py', str(tmp_path), [], chosen, echo=lambda msg: None,
                           uncertain_score=0.1, ignoring=[])
+    # the source's point estimate moved (another validation): the file's cut is stale
+    with pytest.raises(ValueError, match='holds the detections scoring at least 0.6, '
+                                         'this fit cuts its pseudo-labels at 0.7'):
+        self_training_run('pu.py', str(tmp_path), [], dict(chosen, val_score_thr_point=0.7),
+                          echo=lambda msg: None, uncertain_score=0.1, ignoring=ignoring)
 
 
 def test_the_pseudo_labels_are_cut_at_the_point_estimates_threshold(tmp_path, monkeypatch):

@@ -6,8 +6,9 @@ one detector, so that the fit returns one detector, at one detector's inference 
 pseudo-labels (``distill_labels.json``): those scoring at least the threshold its
 validation selected (:func:`distillation_cut`: the one ``tools/test.py --score-thr val``
 applies, not floored at 0.5 as the round's are: the fused vote spreads scores, and its
-validation threshold is where its F1 is), and, where the config's assigners can ignore samples, those from
-:data:`DISTILL_UNCERTAIN_SCORE` up to that threshold as ignored regions; the file is
+validation threshold is where its F1 is), and, where the config's assigners can
+ignore samples, those from :data:`DISTILL_UNCERTAIN_SCORE` up to that threshold as
+ignored regions; the file is
 guarded on resume as the round's is (:func:`~.self_training.check_pseudo_source`). It
 returns the student's :class:`~.runs.Run` (``distilled/``): the round's config with the
 detector's own classification losses (:mod:`.own_loss`: with most cells labeled, the

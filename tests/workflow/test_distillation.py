@@ -175,8 +175,8 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
         uncertain_thr=0.1)
 
 
-def test_the_student_takes_a_cut_below_one_half_and_ignores_its_band(fake_fit,
-                                                                    monkeypatch):
+def test_the_student_takes_a_cut_below_one_half_and_ignores_its_band(
+        fake_fit, monkeypatch):
     """A fused detector whose validation selects 0.25 gives the student its detections
     from 0.25 (not floored at 0.5 as the round's are), from 0.1 up to 0.25 ignored, even
     when the round ignores nothing."""

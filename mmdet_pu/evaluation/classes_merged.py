@@ -65,7 +65,8 @@ def match_classes_merged(pred_bboxes, pred_scores, pred_labels, gt_bboxes, gt_la
                         iou_thr=iou_thr, radius=radius)
     counted = ~dont_care(match, bboxes, np.zeros((0, 4)) if ignored_bboxes is None
                          else ignored_bboxes, iou_thr, radius)
-    true_labels = np.where(match.pred_tp, gt_labels[np.maximum(match.pred_gt, 0)], -1)
+    true_labels = np.full(len(kept), -1, dtype=np.int64)
+    true_labels[match.pred_tp] = gt_labels[match.pred_gt[match.pred_tp]]
     return dict(scores=scores[counted], labels=labels[counted],
                 true_labels=true_labels[counted])
 

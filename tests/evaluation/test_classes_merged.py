@@ -42,6 +42,16 @@ def test_match_classes_merged_finds_cells_whatever_their_class():
     assert merged['true_labels'].tolist() == [1, -1]
 
 
+def test_match_classes_merged_on_an_image_without_cells_or_detections():
+    # a tile holding no classified cell: every detection is a false positive
+    merged = match_classes_merged([box(0, 0), box(50, 50)], [0.6, 0.5], [0, 1],
+                                  np.zeros((0, 4)), [])
+    assert merged['true_labels'].tolist() == [-1, -1]
+    assert merged['labels'].tolist() == [0, 1]
+    empty = match_classes_merged(np.zeros((0, 4)), [], [], [box(0, 0)], [1])
+    assert [len(v) for v in empty.values()] == [0, 0, 0]
+
+
 def test_confusion_matrix_counts_the_cells_found_at_the_threshold():
     images = [dict(scores=np.array([0.9, 0.8, 0.6, 0.3]), labels=np.array([0, 1, 1, 0]),
                    true_labels=np.array([0, 0, -1, 1])),

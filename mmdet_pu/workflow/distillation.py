@@ -8,8 +8,8 @@ validation selected (:func:`distillation_cut`: the one ``tools/test.py --score-t
 applies, not floored at 0.5 as the round's are: the fused vote spreads scores, and its
 validation threshold is where its F1 is), and, where the config's assigners can
 ignore samples, those from :data:`DISTILL_UNCERTAIN_SCORE` up to that threshold as
-ignored regions; the file is
-guarded on resume as the round's is (:func:`~.self_training.check_pseudo_source`). It
+ignored regions; the file is guarded on resume as the round's is
+(:func:`~.self_training.check_pseudo_source`, its cut included). It
 returns the student's :class:`~.runs.Run` (``distilled/``): the round's config with the
 detector's own classification losses (:mod:`.own_loss`: with most cells labeled, the
 unlabeled samples are background, so cross entropy is the PU risk at pi ~ 0), the
@@ -86,7 +86,7 @@ def distillation_cut(teacher: dict) -> float:
     Not the point estimate first: on the few labeled cells of a sparse validation split
     it can prefer a high threshold that a handful of detections happen to pass (on one
     CRCHistoPhenotypes fit it chose 0.6 where the bound chose 0.1, and the student
-    learned one pseudo-label on 594 tiles; docs/experiments.md)."""
+    learned one pseudo-label on 594 tiles; docs/research_log.md, fifth session)."""
     for thr in (teacher.get('val_score_thr'), teacher.get('val_score_thr_point')):
         if thr is not None:
             return thr

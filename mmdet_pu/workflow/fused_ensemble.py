@@ -28,6 +28,7 @@ from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
 from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
+from mmdet_pu.models.detectors.box_fusion import member_weights
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.
@@ -68,6 +69,34 @@ def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSIO
                      iou_thr=iou_thr, weights=None if weights is None else list(weights))
     cfg.load_from = None
     return cfg
+
+
+def score_floor_key(model: dict) -> str:
+    """The key, under ``model.``, of the lowest score a detector of config ``model``
+    keeps: ``test_cfg.rcnn.score_thr`` (two-stage, mmdet's 0.05) or
+    ``test_cfg.score_thr`` (one-stage).
+
+    Raises:
+        ValueError: ``model.test_cfg`` sets neither.
+    """
+    test_cfg = model.get('test_cfg') or {}
+    if 'score_thr' in (test_cfg.get('rcnn') or {}):
+        return 'test_cfg.rcnn.score_thr'
+    if 'score_thr' in test_cfg:
+        return 'test_cfg.score_thr'
+    raise ValueError(f'model.test_cfg of {model.get("type")}: expected rcnn.score_thr '
+                     f'or score_thr (the lowest score kept), got {dict(test_cfg)}')
+
+
+def ensemble_score_floor(model: dict) -> float:
+    """The lowest score the ``FusedEnsemble`` of config ``model`` gives: a detection that
+    only its least-weighted member kept, at that member's floor
+    (:func:`score_floor_key`), times its share of the vote (``w_min * 0.05``: 0.0125 for
+    four equal members)."""
+    floor = model['detector']
+    for key in score_floor_key(model['detector']).split('.'):
+        floor = floor[key]
+    return float(floor) * min(member_weights(model.get('weights'), model['num_members']))
 
 
 def file_stamps(paths: Sequence[str]) -> List[List[int]]:

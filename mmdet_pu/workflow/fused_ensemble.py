@@ -29,6 +29,7 @@ from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
 from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
 from mmdet_pu.models.detectors.box_fusion import member_weights
+from mmdet_pu.prior.keys import get_key
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.
@@ -93,9 +94,7 @@ def ensemble_score_floor(model: dict) -> float:
     only its least-weighted member kept, at that member's floor
     (:func:`score_floor_key`), times its share of the vote (``w_min * 0.05``: 0.0125 for
     four equal members)."""
-    floor = model['detector']
-    for key in score_floor_key(model['detector']).split('.'):
-        floor = floor[key]
+    floor = get_key(model['detector'], score_floor_key(model['detector']))
     return float(floor) * min(member_weights(model.get('weights'), model['num_members']))
 
 

@@ -1,0 +1,141 @@
+"""The own-data workflow's student at other cuts (``tools/distill_cut.py``).
+
+A finished fit (``tools/fit_prior.py``, ``final='distilled'``) trained one student: its
+round fine-tuned on the fused detections scoring at least the fused detector's
+validation threshold (:func:`~mmdet_pu.workflow.distillation.distillation_cut`), those
+from :data:`~mmdet_pu.workflow.distillation.DISTILL_UNCERTAIN_SCORE` up to it ignored.
+This study trains the same student again from the same round at each of the given cuts
+(``<fit>/distill_cut<cut>/``, its pseudo-labels ``<fit>/distill_cut<cut>_labels.json``),
+everything else as the fit's student had it, and tabulates F1 at the metric's threshold,
+F1 at each detector's validation threshold, AP and the pooled recall of all its test
+detections (its recall ceiling) beside the fused detector and the fit's student. The
+band below a cut starts at the fit's lowest uncertain score, or at a tenth of the cut
+where the cut is at or below it (:func:`band_low`); a student that ignored no band
+ignores none here either. Runs resume; a label file of another checkpoint or band is
+refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
+"""
+import json
+import os.path as osp
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+
+from cellio.atomic import write_atomic
+from cellio.records import read_record
+from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.workflow.distillation import (DISTILL_UNCERTAIN_SCORE, DISTILLED,
+                                            PSEUDO_LABELS_KEY)
+from mmdet_pu.workflow.fit_report import read_fit_summary
+from mmdet_pu.workflow.pseudo_labels import IGNORE_IOF_THR
+from mmdet_pu.workflow.runs import Run, run_all
+from mmdet_pu.workflow.self_training import check_pseudo_source, write_source_labels
+from studies.comparison import load_runs
+
+#: The measures of the table, in order (``recall_ceiling``: pooled recall of every
+#: kept detection).
+MEASURES = ('f1', 'f1_val', 'ap', 'recall_ceiling')
+
+
+def band_low(cut: float) -> float:
+    """The lowest score of the ignored band below ``cut``: the workflow's
+    :data:`DISTILL_UNCERTAIN_SCORE`, or ``cut / 10`` where the cut is at or below it."""
+    return DISTILL_UNCERTAIN_SCORE if cut > DISTILL_UNCERTAIN_SCORE else cut / 10
+
+
+def probe_name(cut: float) -> str:
+    """The folder (and label-file prefix) of the student at ``cut``."""
+    return f'distill_cut{cut:g}'
+
+
+def probe_options(options: Sequence[str], labels: str) -> List[str]:
+    """The fit's student's ``options`` with its pseudo-labels replaced by ``labels``.
+
+    Raises:
+        ValueError: no option gives the training dataset its pseudo-labels.
+    """
+    key = f'{PSEUDO_LABELS_KEY}='
+    if not any(option.startswith(key) for option in options):
+        raise ValueError(f'the student\'s options hold no {key}...: not a distilled '
+                         'student of tools/fit_prior.py')
+    return [f'{key}{labels}' if option.startswith(key) else option for option in options]
+
+
+def student_record(fit_dir: str) -> dict:
+    """The fit's student's ``run.json`` (config and options).
+
+    Raises:
+        ValueError: the fit has no trained student (the file is named).
+    """
+    path = osp.join(fit_dir, DISTILLED, 'run.json')
+    record = read_record(path)
+    if not record or not record.get('trained'):
+        raise ValueError(f'{path}: no trained student; run tools/fit_prior.py to the end '
+                         '(its default --final distilled) first')
+    return record
+
+
+def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None]) -> Run:
+    """The student of the fit in ``fit_dir`` at ``cut``, its pseudo-labels written
+    first if absent (module docstring)."""
+    teacher = read_fit_summary(fit_dir)['fused']
+    student = student_record(fit_dir)
+    ignoring = any(f'ignore_iof_thr={IGNORE_IOF_THR}' in option
+                   for option in student['options'])
+    uncertain_thr: Optional[float] = band_low(cut) if ignoring else None
+    name = probe_name(cut)
+    labels = osp.abspath(osp.join(fit_dir, f'{name}_labels.json'))
+    check_pseudo_source(labels, teacher['checkpoint'], uncertain_thr, name, cut)
+    if not osp.isfile(labels):
+        write_source_labels(student['config'], labels, [], teacher, uncertain_thr, echo,
+                            score_thr=cut)
+    return Run(student['config'], osp.join(fit_dir, name),
+               probe_options(student['options'], labels), name=name)
+
+
+def recall_ceiling(report: str) -> float:
+    """Pooled recall of every detection of the test dump ``report`` (one class)."""
+    with open(report) as f:
+        images = json.load(f)['images']
+    found = sum(int(np.sum(image['detections']['matched'])) for image in images)
+    cells = sum(image['tp'][0] + image['fn'][0] for image in images)
+    return found / cells if cells else float('nan')
+
+
+def measured(name: str, run_dir: str) -> dict:
+    """The table's row of the tested run in ``run_dir``."""
+    report = report_path(run_dir)
+    method = load_runs(name, [report])
+    cls = method.classes[0]
+    row = {measure: float(method.values[(cls, measure)][0]) for measure in MEASURES[:3]}
+    return dict(name=name, run_dir=run_dir, val_score_thr=method.val_score_thrs[0],
+                recall_ceiling=recall_ceiling(report), **row)
+
+
+def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,
+              jobs: int = 1) -> List[dict]:
+    """Train and test the students at ``cuts``; the rows of the fused detector, the
+    fit's student and each cut's."""
+    runs = [cut_run(fit_dir, cut, echo) for cut in cuts]
+    run_all(runs, jobs=jobs, echo=echo)
+    return [measured('fused', osp.join(fit_dir, 'fused')),
+            measured(DISTILLED, osp.join(fit_dir, DISTILLED)),
+            *(measured(run.name, run.work_dir) for run in runs)]
+
+
+def format_rows(rows: Sequence[dict]) -> str:
+    """A Markdown table of :func:`run_study`'s rows."""
+    lines = ['| detector | F1 at the test threshold | F1 at its validation threshold '
+             '(thr.) | AP | recall ceiling |', '|---|---|---|---|---|']
+    for row in rows:
+        thr = '-' if row['val_score_thr'] is None else f'{row["val_score_thr"]:g}'
+        lines.append(f'| {row["name"]} | {row["f1"]:.3f} | {row["f1_val"]:.3f} ({thr}) | '
+                     f'{row["ap"]:.3f} | {row["recall_ceiling"]:.3f} |')
+    return '\n'.join(lines)
+
+
+def write_study(fit_dir: str, rows: Sequence[dict]) -> str:
+    """Write ``<fit>/distill_cut.md`` and ``.json``; returns the table."""
+    table = format_rows(rows)
+    write_atomic(osp.join(fit_dir, 'distill_cut.md'), table + '\n')
+    write_atomic(osp.join(fit_dir, 'distill_cut.json'), json.dumps(list(rows), indent=1))
+    return table

@@ -1,0 +1,111 @@
+"""The student at other cuts (studies.distill_cut, tools/distill_cut.py): the band, the
+options, the resume guard, the table from test dumps, and the command's errors."""
+import json
+
+import pytest
+
+from mmdet_pu.workflow.fused_ensemble import file_stamps
+from studies import distill_cut as study
+from tests._cli import run_script
+from tests.studies.test_comparison import evaluate, ranked_sample, write_val_dump
+
+LABELS_KEY = 'train_dataloader.dataset.pseudo_labels'
+IGNORE = 'model.train_cfg.rpn.assigner.ignore_iof_thr=0.5'
+
+
+def test_band_starts_at_the_workflows_score_or_a_tenth_of_a_low_cut():
+    assert study.band_low(0.2) == 0.1 and study.band_low(0.4) == 0.1
+    assert study.band_low(0.1) == pytest.approx(0.01)
+    assert study.band_low(0.05) == pytest.approx(0.005)
+    assert study.probe_name(0.2) == 'distill_cut0.2'
+
+
+def test_options_keep_everything_but_the_pseudo_labels():
+    options = ['randomness.seed=1', f'{LABELS_KEY}=/fit/distill_labels.json', IGNORE]
+    assert study.probe_options(options, '/fit/x.json') == [
+        'randomness.seed=1', f'{LABELS_KEY}=/fit/x.json', IGNORE]
+    with pytest.raises(ValueError, match='not a distilled student'):
+        study.probe_options(['randomness.seed=1'], '/fit/x.json')
+
+
+def fake_fit(tmp_path, options):
+    """A fit dir with the fused row and the student's record (no checkpoint trained)."""
+    checkpoint = tmp_path / 'fused' / 'fused.pth'
+    checkpoint.parent.mkdir()
+    checkpoint.write_bytes(b'weights')
+    summary = dict(fused=dict(name='fused', checkpoint=str(checkpoint),
+                              config=str(tmp_path / 'fused' / 'fused_config.py')))
+    (tmp_path / 'fit_prior.json').write_text(json.dumps(summary))
+    (tmp_path / 'distilled').mkdir()
+    record = dict(config=str(tmp_path / 'student.py'), options=options, trained=True)
+    (tmp_path / 'distilled' / 'run.json').write_text(json.dumps(record))
+    return checkpoint
+
+
+def write_labels(path, checkpoint, uncertain_thr, score_thr):
+    path.write_text(json.dumps(dict(checkpoint=str(checkpoint),
+                                    checkpoint_stamp=file_stamps([str(checkpoint)])[0],
+                                    uncertain_thr=uncertain_thr, score_thr=score_thr)))
+
+
+def test_cut_run_reuses_its_labels_and_refuses_another_band(tmp_path):
+    options = ['randomness.seed=1', f'{LABELS_KEY}=/fit/distill_labels.json', IGNORE]
+    checkpoint = fake_fit(tmp_path, options)
+    labels = tmp_path / 'distill_cut0.2_labels.json'
+    write_labels(labels, checkpoint, 0.1, 0.2)
+    run = study.cut_run(str(tmp_path), 0.2, echo=print)
+    assert run.work_dir == str(tmp_path / 'distill_cut0.2')
+    assert run.config == str(tmp_path / 'student.py')
+    assert run.options == ['randomness.seed=1', f'{LABELS_KEY}={labels}', IGNORE]
+    # a student that ignored no band: the labels must hold none either
+    (tmp_path / 'plain').mkdir()
+    fake_fit(tmp_path / 'plain', options[:2])
+    plain = tmp_path / 'plain' / 'distill_cut0.2_labels.json'
+    write_labels(plain, tmp_path / 'plain' / 'fused' / 'fused.pth', 0.1, 0.2)
+    with pytest.raises(ValueError, match='uncertain detections from score 0.1, this fit '
+                       'asks for None'):
+        study.cut_run(str(tmp_path / 'plain'), 0.2, echo=print)
+    # labels cut elsewhere are refused, not reused
+    write_labels(labels, checkpoint, 0.1, 0.3)
+    with pytest.raises(ValueError, match='scoring at least 0.3'):
+        study.cut_run(str(tmp_path), 0.2, echo=print)
+
+
+def test_a_fit_without_a_trained_student_is_named(tmp_path):
+    fake_fit(tmp_path, [])
+    (tmp_path / 'distilled' / 'run.json').write_text(json.dumps(dict(trained=False)))
+    with pytest.raises(ValueError, match=r'distilled/run.json: no trained student'):
+        study.cut_run(str(tmp_path), 0.2, echo=print)
+
+
+def test_rows_read_f1_at_both_thresholds_ap_and_the_recall_ceiling(tmp_path):
+    # 4 cells per image; detections (score, is a cell)
+    images = [[(0.9, 1), (0.6, 1), (0.3, 0), (0.1, 1)], [(0.8, 1), (0.4, 1), (0.05, 0)]]
+    run_dir = tmp_path / 'distill_cut0.2'
+    metrics = evaluate(run_dir, [ranked_sample(i, 4, d) for i, d in enumerate(images)])
+    write_val_dump(run_dir, 0.25)
+    row = study.measured('distill_cut0.2', str(run_dir))
+    assert row['recall_ceiling'] == pytest.approx(5 / 8)
+    assert row['ap'] == pytest.approx(metrics['cell/cell/ap'])
+    # F1 per image, averaged: at 0.5 (2/4 and 1/4 found, no FP), at 0.25 (+1 FP, +1 TP)
+    assert row['f1'] == pytest.approx((2 * 2 / 6 + 2 * 1 / 5) / 2)
+    assert row['f1_val'] == pytest.approx((2 * 2 / 7 + 2 * 2 / 6) / 2)
+    assert row['val_score_thr'] == 0.25
+    table = study.write_study(str(tmp_path), [row])
+    assert '| distill_cut0.2 | 0.533 | 0.619 (0.25) |' in table
+    assert json.loads((tmp_path / 'distill_cut.json').read_text())[0]['name'] == row['name']
+
+
+@pytest.mark.parametrize('args, message', [
+    (['{fit}', '--cuts', '0.2', '0.2'], 'a cut is given twice'),
+    (['{fit}', '--cuts', '1.5'], 'cut 1.5: expected a score in (0, 1)'),
+    (['{empty}', '--cuts', '0.2'], 'no fit_prior.json'),
+])
+def test_command_errors(tmp_path, args, message):
+    fit, empty = tmp_path / 'fit', tmp_path / 'empty'
+    fit.mkdir(), empty.mkdir()
+    (fit / 'fit_prior.json').write_text('{}')
+    result = run_script('tools/distill_cut.py',
+                        *[a.format(fit=fit, empty=empty) for a in args])
+    assert result.returncode == 2 and message in result.stderr
+    assert 'Traceback' not in result.stderr

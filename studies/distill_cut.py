@@ -20,20 +20,18 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
+from mmengine.config import Config
+
 from cellio.atomic import write_atomic
 from cellio.records import read_record
 from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.workflow.distillation import (DISTILL_UNCERTAIN_SCORE, DISTILLED,
                                             PSEUDO_LABELS_KEY)
 from mmdet_pu.workflow.fit_report import read_fit_summary
-from mmdet_pu.workflow.pseudo_labels import IGNORE_IOF_THR
+from mmdet_pu.workflow.pseudo_labels import ignore_options
 from mmdet_pu.workflow.runs import Run, run_all
 from mmdet_pu.workflow.self_training import check_pseudo_source, write_source_labels
-from studies.comparison import load_runs
-
-#: The measures of the table, in order (``recall_ceiling``: pooled recall of every
-#: kept detection).
-MEASURES = ('f1', 'f1_val', 'ap', 'recall_ceiling')
+from studies.comparison import RANKING, load_runs
 
 
 def band_low(cut: float) -> float:
@@ -79,9 +77,9 @@ def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None]) -> Run:
     first if absent (module docstring)."""
     teacher = read_fit_summary(fit_dir)['fused']
     student = student_record(fit_dir)
-    ignoring = any(f'ignore_iof_thr={IGNORE_IOF_THR}' in option
-                   for option in student['options'])
-    uncertain_thr: Optional[float] = band_low(cut) if ignoring else None
+    ignoring = ignore_options(Config.fromfile(student['config']).model.train_cfg)
+    band = bool(ignoring) and set(ignoring) <= set(student['options'])
+    uncertain_thr: Optional[float] = band_low(cut) if band else None
     name = probe_name(cut)
     labels = osp.abspath(osp.join(fit_dir, f'{name}_labels.json'))
     check_pseudo_source(labels, teacher['checkpoint'], uncertain_thr, name, cut)
@@ -106,7 +104,7 @@ def measured(name: str, run_dir: str) -> dict:
     report = report_path(run_dir)
     method = load_runs(name, [report])
     cls = method.classes[0]
-    row = {measure: float(method.values[(cls, measure)][0]) for measure in MEASURES[:3]}
+    row = {measure: float(method.values[(cls, measure)][0]) for measure in RANKING}
     return dict(name=name, run_dir=run_dir, val_score_thr=method.val_score_thrs[0],
                 recall_ceiling=recall_ceiling(report), **row)
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from cellio.cli import RUN_ERRORS, report_user_errors
+from mmdet_pu.workflow.runs import check_run_arguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's studies/
 
@@ -40,10 +41,7 @@ def parse_args(argv=None):
     for cut in args.cuts:
         if not 0 < cut < 1:
             parser.error(f'cut {cut:g}: expected a score in (0, 1)')
-    if len(set(args.cuts)) < len(args.cuts):
-        parser.error('--cuts: a cut is given twice')
-    if args.jobs < 1:
-        parser.error(f'--jobs {args.jobs}: expected >= 1')
+    check_run_arguments(parser, args.jobs, [], cuts=args.cuts)
     return args
 
 

@@ -21,11 +21,11 @@ def test_band_starts_at_the_workflows_score_or_a_tenth_of_a_low_cut():
 
 
 def test_options_keep_everything_but_the_pseudo_labels():
-    options = ['randomness.seed=1', f'{LABELS_KEY}=/fit/distill_labels.json', IGNORE]
-    assert study.probe_options(options, '/fit/x.json') == [
-        'randomness.seed=1', f'{LABELS_KEY}=/fit/x.json', IGNORE]
+    options = ['randomness.seed=1', f'{LABELS_KEY}=fit/distill_labels.json', IGNORE]
+    assert study.probe_options(options, 'fit/x.json') == [
+        'randomness.seed=1', f'{LABELS_KEY}=fit/x.json', IGNORE]
     with pytest.raises(ValueError, match='not a distilled student'):
-        study.probe_options(['randomness.seed=1'], '/fit/x.json')
+        study.probe_options(['randomness.seed=1'], 'fit/x.json')
 
 
 def fake_fit(tmp_path, options):
@@ -37,7 +37,10 @@ def fake_fit(tmp_path, options):
                               config=str(tmp_path / 'fused' / 'fused_config.py')))
     (tmp_path / 'fit_prior.json').write_text(json.dumps(summary))
     (tmp_path / 'distilled').mkdir()
-    record = dict(config=str(tmp_path / 'student.py'), options=options, trained=True)
+    config = tmp_path / 'student.py'  # an assigner that can ignore uncertain detections
+    config.write_text("model = dict(train_cfg=dict(rpn=dict(assigner=dict("
+                      "type='MaxIoUAssigner'))))\n")
+    record = dict(config=str(config), options=options, trained=True)
     (tmp_path / 'distilled' / 'run.json').write_text(json.dumps(record))
     return checkpoint
 
@@ -49,7 +52,7 @@ def write_labels(path, checkpoint, uncertain_thr, score_thr):
 
 
 def test_cut_run_reuses_its_labels_and_refuses_another_band(tmp_path):
-    options = ['randomness.seed=1', f'{LABELS_KEY}=/fit/distill_labels.json', IGNORE]
+    options = ['randomness.seed=1', f'{LABELS_KEY}=fit/distill_labels.json', IGNORE]
     checkpoint = fake_fit(tmp_path, options)
     labels = tmp_path / 'distill_cut0.2_labels.json'
     write_labels(labels, checkpoint, 0.1, 0.2)
@@ -97,7 +100,7 @@ def test_rows_read_f1_at_both_thresholds_ap_and_the_recall_ceiling(tmp_path):
 
 
 @pytest.mark.parametrize('args, message', [
-    (['{fit}', '--cuts', '0.2', '0.2'], 'a cut is given twice'),
+    (['{fit}', '--cuts', '0.2', '0.2'], '--cuts repeat: [0.2, 0.2]'),
     (['{fit}', '--cuts', '1.5'], 'cut 1.5: expected a score in (0, 1)'),
     (['{empty}', '--cuts', '0.2'], 'no fit_prior.json'),
 ])

@@ -8,7 +8,11 @@ This study trains the same student again from the same round at each of the give
 (``<fit>/distill_cut<cut>/``, its pseudo-labels ``<fit>/distill_cut<cut>_labels.json``),
 everything else as the fit's student had it, and tabulates F1 at the metric's threshold,
 F1 at each detector's validation threshold, AP and the pooled recall of all its test
-detections (its recall ceiling) beside the fused detector and the fit's student. The
+detections (its recall ceiling) beside the fused detector and the fit's student, and,
+where the training split's annotation file holds every cell (a benchmark config, whose
+``deletion`` removes the labels the fit did not see), what each student learned: the
+precision and recall of its labeled cells plus pseudo-labels against those complete
+labels (:func:`label_quality`). The
 band below a cut starts at the fit's lowest uncertain score, or at a tenth of the cut
 where the cut is at or below it (:func:`band_low`); a student that ignored no band
 ignores none here either. Runs resume; a label file of another checkpoint or band is
@@ -24,9 +28,12 @@ from mmengine.config import Config
 
 from cellio.atomic import write_atomic
 from cellio.records import read_record
+from mmdet_pu.engine.launch import load_config, parse_cfg_options
 from mmdet_pu.evaluation.cell_metric import report_path
-from mmdet_pu.workflow.distillation import (DISTILL_UNCERTAIN_SCORE, DISTILLED,
-                                            PSEUDO_LABELS_KEY)
+from mmdet_pu.evaluation.matching import match_image
+from mmdet_pu.evaluation.overlay import read_coco_ground_truth
+from mmdet_pu.workflow.distillation import (DISTILL_LABELS, DISTILL_UNCERTAIN_SCORE,
+                                            DISTILLED, PSEUDO_LABELS_KEY)
 from mmdet_pu.workflow.fit_report import read_fit_summary
 from mmdet_pu.workflow.pseudo_labels import ignore_options
 from mmdet_pu.workflow.runs import Run, run_all
@@ -99,14 +106,60 @@ def recall_ceiling(report: str) -> float:
     return found / cells if cells else float('nan')
 
 
-def measured(name: str, run_dir: str) -> dict:
-    """The table's row of the tested run in ``run_dir``."""
+def complete_labels(config: str, options: Sequence[str]) -> Optional[str]:
+    """The training split's annotation file of ``config`` with ``options`` when its
+    dataset deletes labels (the file then holds every cell), else None: a user's own
+    partial labels have no complete ones to compare with."""
+    dataset = load_config(config, parse_cfg_options(list(options))).train_dataloader.dataset
+    if not dataset.get('deletion') or not dataset.get('ann_file'):
+        return None
+    return osp.join(dataset.get('data_root') or '', dataset.ann_file)
+
+
+def label_quality(labels: str, ann_file: str) -> dict:
+    """What a student learned, against the complete labels of its training split
+    (``ann_file``, COCO): ``precision`` and ``recall`` of the labeled cells plus the
+    pseudo-labels of the file ``labels`` (:mod:`~mmdet_pu.workflow.pseudo_labels`), all
+    classes together, a pseudo-label a cell when it overlaps a cell not yet taken at
+    IoU >= 0.5 (the labeled cells are cells, and no pseudo-label is one of them), and
+    ``pseudo`` (their number).
+
+    Raises:
+        ValueError: the label file names an image ``ann_file`` does not hold.
+    """
+    with open(labels) as f:
+        content = json.load(f)
+    cells = {name: boxes for name, boxes, _ in read_coco_ground_truth(ann_file)[0].values()}
+    unknown = sorted(set(content['images']) - set(cells))
+    if unknown:
+        raise ValueError(f'{labels}: image {unknown[0]!r} is not in {ann_file}; the labels '
+                         'were written on another split')
+    found = 0
+    for name, pseudo in content['images'].items():
+        boxes = np.asarray(pseudo, dtype=np.float64).reshape(-1, 5)[:, :4]
+        ones, zeros = np.ones(len(boxes)), np.zeros(len(boxes), dtype=np.int64)
+        match = match_image(boxes, ones, zeros, cells[name],
+                            np.zeros(len(cells[name]), dtype=np.int64), score_thr=0.0)
+        found += int(match.pred_tp.sum())
+    named = content['labeled'] + content['pseudo']
+    total = sum(len(boxes) for boxes in cells.values())
+    return dict(pseudo=content['pseudo'],
+                precision=(content['labeled'] + found) / named if named else float('nan'),
+                recall=(content['labeled'] + found) / total if total else float('nan'))
+
+
+def measured(name: str, run_dir: str, labels: Optional[str] = None,
+             ann_file: Optional[str] = None) -> dict:
+    """The table's row of the tested run in ``run_dir``; with the student's ``labels``
+    and the complete ``ann_file`` of its training split, their :func:`label_quality`
+    (``labels``: None for the fused detector, which learned none)."""
     report = report_path(run_dir)
     method = load_runs(name, [report])
     cls = method.classes[0]
     row = {measure: float(method.values[(cls, measure)][0]) for measure in RANKING}
+    learned = (label_quality(labels, ann_file) if labels and ann_file else None)
     return dict(name=name, run_dir=run_dir, val_score_thr=method.val_score_thrs[0],
-                recall_ceiling=recall_ceiling(report), **row)
+                recall_ceiling=recall_ceiling(report), labels=learned, **row)
 
 
 def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,
@@ -115,19 +168,28 @@ def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] =
     fit's student and each cut's."""
     runs = [cut_run(fit_dir, cut, echo) for cut in cuts]
     run_all(runs, jobs=jobs, echo=echo)
+    student = student_record(fit_dir)
+    ann_file = complete_labels(student['config'], student['options'])
     return [measured('fused', osp.join(fit_dir, 'fused')),
-            measured(DISTILLED, osp.join(fit_dir, DISTILLED)),
-            *(measured(run.name, run.work_dir) for run in runs)]
+            measured(DISTILLED, osp.join(fit_dir, DISTILLED),
+                     osp.join(fit_dir, DISTILL_LABELS), ann_file),
+            *(measured(run.name, run.work_dir,
+                       osp.join(fit_dir, f'{run.name}_labels.json'), ann_file)
+              for run in runs)]
 
 
 def format_rows(rows: Sequence[dict]) -> str:
     """A Markdown table of :func:`run_study`'s rows."""
     lines = ['| detector | F1 at the test threshold | F1 at its validation threshold '
-             '(thr.) | AP | recall ceiling |', '|---|---|---|---|---|']
+             '(thr.) | AP | recall ceiling | pseudo-labels: precision, recall |',
+             '|---|---|---|---|---|---|']
     for row in rows:
         thr = '-' if row['val_score_thr'] is None else f'{row["val_score_thr"]:g}'
+        learned = row.get('labels')
+        labels = ('-' if not learned else f'{learned["pseudo"]:,}: '
+                  f'{learned["precision"]:.3f}, {learned["recall"]:.3f}')
         lines.append(f'| {row["name"]} | {row["f1"]:.3f} | {row["f1_val"]:.3f} ({thr}) | '
-                     f'{row["ap"]:.3f} | {row["recall_ceiling"]:.3f} |')
+                     f'{row["ap"]:.3f} | {row["recall_ceiling"]:.3f} | {labels} |')
     return '\n'.join(lines)
 
 

@@ -7,8 +7,9 @@ Usage::
 ``FIT_DIR``: a finished ``tools/fit_prior.py`` work dir (its default ``--final
 distilled``). For each cut, the fit's student is trained again from the same round on
 the fused detections scoring at least the cut (``FIT_DIR/distill_cut<cut>/``); the
-table (F1 at 0.5, F1 at the validation threshold, AP, recall ceiling) of the fused
-detector, the fit's student and each cut is printed and written to
+table (F1 at 0.5, F1 at the validation threshold, AP, recall ceiling, and on a benchmark
+config the precision and recall of what each student learned against the complete
+labels) of the fused detector, the fit's student and each cut is printed and written to
 ``FIT_DIR/distill_cut.md`` and ``.json``. Runs resume. :mod:`studies.distill_cut`
 documents the details.
 """

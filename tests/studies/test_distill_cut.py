@@ -112,3 +112,55 @@ def test_command_errors(tmp_path, args, message):
                         *[a.format(fit=fit, empty=empty) for a in args])
     assert result.returncode == 2 and message in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def write_coco(path, cells):
+    """A COCO file of one class, ``cells``: {file_name: [[x1, y1, x2, y2], ...]}."""
+    images = [dict(id=i, file_name=name, width=100, height=100)
+              for i, name in enumerate(cells)]
+    annotations = [dict(id=len(images) * 100 + k, image_id=i, category_id=1,
+                        bbox=[x1, y1, x2 - x1, y2 - y1], area=(x2 - x1) * (y2 - y1))
+                   for i, boxes in enumerate(cells.values())
+                   for k, (x1, y1, x2, y2) in enumerate(boxes)]
+    path.write_text(json.dumps(dict(images=images, annotations=annotations,
+                                    categories=[dict(id=1, name='nucleus')])))
+
+
+def test_label_quality_counts_each_cell_once_against_the_complete_labels(tmp_path):
+    ann = tmp_path / 'train.json'
+    write_coco(ann, {'a.png': [[0, 0, 10, 10], [20, 20, 30, 30], [50, 50, 60, 60]],
+                     'b.png': [[0, 0, 10, 10]]})
+    labels = tmp_path / 'labels.json'  # a.png's first cell and b.png's are labeled
+    pseudo = {'a.png': [[20, 20, 30, 30, 0], [21, 21, 31, 31, 0], [70, 70, 80, 80, 0]]}
+    labels.write_text(json.dumps(dict(labeled=2, pseudo=3, images=pseudo)))
+    quality = study.label_quality(str(labels), str(ann))
+    # one pseudo-label finds a cell, its twin and the third find none
+    assert quality == dict(pseudo=3, precision=pytest.approx(3 / 5),
+                           recall=pytest.approx(3 / 4))
+    labels.write_text(json.dumps(dict(labeled=2, pseudo=1,
+                                      images={'c.png': [[0, 0, 5, 5, 0]]})))
+    with pytest.raises(ValueError, match=r"labels.json: image 'c.png' is not in .*"
+                       r"train.json; the labels were written on another split"):
+        study.label_quality(str(labels), str(ann))
+
+
+def test_complete_labels_only_where_the_config_deletes(tmp_path):
+    config = tmp_path / 'bench.py'
+    config.write_text("train_dataloader = dict(dataset=dict(type='CellCocoDataset', "
+                      "data_root='data/x/', ann_file='annotations/train.json'))\n"
+                      "deletion = dict(type='KeepPerPatch', k=1)\n")
+    assert study.complete_labels(str(config), []) == 'data/x/annotations/train.json'
+    assert study.complete_labels(str(config), [
+        'train_dataloader.dataset.ann_file=annotations/fold1/train.json']) == \
+        'data/x/annotations/fold1/train.json'
+    assert study.complete_labels(str(config), ['deletion=None']) is None
+
+
+def test_the_table_shows_what_each_student_learned(tmp_path):
+    row = dict(name='distill_cut0.2', val_score_thr=0.3, f1=0.8, f1_val=0.82, ap=0.85,
+               recall_ceiling=0.9, labels=dict(pseudo=2221, precision=0.85, recall=0.916))
+    fused = dict(row, name='fused', labels=None)
+    table = study.format_rows([fused, row])
+    assert '| fused | 0.800 | 0.820 (0.3) | 0.850 | 0.900 | - |' in table
+    assert '| distill_cut0.2 | 0.800 | 0.820 (0.3) | 0.850 | 0.900 | 2,221: 0.850, 0.916 |' \
+        in table

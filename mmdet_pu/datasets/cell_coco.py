@@ -29,6 +29,17 @@ MPP_SPREAD = 0.05
 #: and the ``ignore_flag`` of their instances: cells to learn (``images``) and detections
 #: to ignore (``uncertain``, optional).
 PSEUDO_LABEL_LISTS = dict(images=0, uncertain=1)
+#: The label of a pseudo-labeled cell whose class is unknown (e.g. a single-class
+#: detector's cell in a multi-class training), in the file.
+UNKNOWN_CLASS = -1
+
+
+def unknown_class_label(num_classes: int) -> int:
+    """The training label of a cell whose class is unknown: ``num_classes + 1`` (mmdet
+    numbers the classes ``0 .. C - 1`` and gives the background ``C``; a loss that
+    takes it: :class:`~mmdet_pu.models.losses.UnknownClassCELoss`), or class 0 when
+    there is one class, whose every cell is of it."""
+    return 0 if num_classes == 1 else num_classes + 1
 
 
 def read_pseudo_labels(path, num_classes):
@@ -76,18 +87,24 @@ def _is_number(value):
 def _check_pseudo_cell(cell, num_classes, where):
     """Raise a ValueError naming ``where`` unless ``cell`` is ``[x1, y1, x2, y2, label]``
     of finite numbers with ``x1 < x2``, ``y1 < y2`` and an integer ``label`` in
-    ``[0, num_classes)``."""
+    ``[0, num_classes)`` or :data:`UNKNOWN_CLASS`."""
     if not (isinstance(cell, list) and len(cell) == 5 and all(map(_is_number, cell[:4]))):
         raise ValueError(f'{where}: expected [x1, y1, x2, y2, label] with numeric '
                          f'coordinates, got {cell!r}')
     if not (cell[0] < cell[2] and cell[1] < cell[3]):
         raise ValueError(f'{where}: expected a box with x1 < x2 and y1 < y2, got {cell!r}')
-    label = cell[4]
+    _check_label(cell[4], num_classes, where)
+
+
+def _check_label(label, num_classes, where):
+    """Raise a ValueError naming ``where`` unless ``label`` is a class index in
+    ``[0, num_classes)`` or :data:`UNKNOWN_CLASS`."""
     if isinstance(label, bool) or not isinstance(label, int) \
-            or not 0 <= label < num_classes:
+            or not (0 <= label < num_classes or label == UNKNOWN_CLASS):
         raise ValueError(f'{where}: expected the label to be a class index in '
                          f'0..{num_classes - 1} ({num_classes} classes in the dataset\'s '
-                         f'metainfo), got {label!r}')
+                         f'metainfo) or {UNKNOWN_CLASS} for a cell of unknown class, got '
+                         f'{label!r}')
 
 
 @DATASETS.register_module()
@@ -113,11 +130,15 @@ class CellCocoDataset(CocoDataset):
       ``tools/fit_prior.py``, :mod:`mmdet_pu.workflow.pseudo_labels`), added after the
       deletion as instances with ``pseudo=True``: ``{"images": {file_name: [[x1, y1,
       x2, y2, label], ...]}}`` (boxes in the image's pixels, labels 0-based class
-      indices; checked when the dataset loads, :func:`read_pseudo_labels`). Its optional
+      indices, or :data:`UNKNOWN_CLASS` for a cell of unknown class, which trains as
+      :func:`unknown_class_label`; checked when the dataset loads,
+      :func:`read_pseudo_labels`). Its optional
       ``"uncertain"`` list, the same way, holds detections the training neither learns
       as cells nor as background: instances with ``ignore_flag=1`` (mmdet's ignored
       instances, which an assigner with ``ignore_iof_thr > 0`` leaves out of the
-      samples).
+      samples). ``pseudo_label_class`` gives every pseudo-label that class in place of
+      the file's: e.g. :data:`UNKNOWN_CLASS` to teach a single-class detector's cells to
+      a multi-class training (docs/method.md#cells-of-unknown-class).
     * ``metainfo['classes']`` must be the file's categories in the file's order:
       CocoDataset numbers the labels in that order, so a config listing them otherwise
       would name every label wrongly; a ValueError names the file and both orders.
@@ -140,13 +161,16 @@ class CellCocoDataset(CocoDataset):
         deletion (dict | None): deletion scheme config.
         prepare_cmd (str | None): command that prepares this dataset (for the error).
         pseudo_labels (str | None): JSON file of pseudo-labeled cells.
+        pseudo_label_class (int | None): The class of every pseudo-label (a class
+            index or :data:`UNKNOWN_CLASS`); None: each cell's class in the file.
     """
 
     def __init__(self, *args, deletion=None, prepare_cmd=None, pseudo_labels=None,
-                 **kwargs):
+                 pseudo_label_class=None, **kwargs):
         self.deletion = build_deletion(deletion)
         self.prepare_cmd = prepare_cmd
         self.pseudo_label_file = pseudo_labels
+        self.pseudo_label_class = pseudo_label_class
         super().__init__(*args, **kwargs)
 
     def _open_annotations(self, path):
@@ -175,8 +199,10 @@ class CellCocoDataset(CocoDataset):
         self._annotated_img_ids = set()  # filled by parse_data_info, before deletion
         self._image_mpps = []  # filled by parse_data_info: each image's mpp or None
         self._image_scales = []  # filled by parse_data_info: each image's scale or None
-        self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file,
-                                                len(self.metainfo['classes']))
+        num_classes = len(self.metainfo['classes'])
+        if self.pseudo_label_class is not None:
+            _check_label(self.pseudo_label_class, num_classes, 'pseudo_label_class')
+        self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file, num_classes)
         data_list = super().load_data_list()
         self._check_classes()
         self._check_pseudo_images(data_list)
@@ -279,6 +305,10 @@ class CellCocoDataset(CocoDataset):
                 if x2 <= 0 or y2 <= 0 or x1 >= width or y1 >= height:
                     raise ValueError(f'{self.pseudo_label_file}: {key}[{name!r}][{i}]: box '
                                      f'{bbox} lies outside the {width}x{height} image')
+                if self.pseudo_label_class is not None:
+                    label = self.pseudo_label_class
+                if label == UNKNOWN_CLASS:
+                    label = unknown_class_label(len(self.metainfo['classes']))
                 instances.append(dict(bbox=list(bbox), bbox_label=int(label),
                                       ignore_flag=ignore, pseudo=True))
         return instances

@@ -214,8 +214,9 @@ def apply_deletion(cfg):
     A config without the key is returned unchanged (its loaders keep what they set).
 
     Raises:
-        ValueError: a loader's dataset sets a different ``deletion`` of its own (set it
-            once, at the top level), or no training cell dataset receives the scheme.
+        ValueError: a loader's dataset sets a different ``deletion`` of its own,
+            None included (set it once, at the top level), or no training cell
+            dataset receives the scheme.
     """
     if 'deletion' not in cfg:
         return cfg
@@ -227,8 +228,9 @@ def apply_deletion(cfg):
             continue
         for key, dataset in _cell_datasets(cfg[loader].get('dataset', None),
                                            f'{loader}.dataset'):
+            # a loader's own None (complete labels) is a setting too, not an absence
             own = dataset.get('deletion', None)
-            if own is not None and own != scheme:
+            if 'deletion' in dataset and own != scheme:
                 raise ValueError(
                     f'{key}.deletion is set to {own!r}, but the config sets the scheme in '
                     f'its top-level key deletion={scheme!r}; set it once, there '

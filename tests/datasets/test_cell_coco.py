@@ -321,6 +321,36 @@ def test_uncertain_detections_become_ignored_instances(synthetic_root, tmp_path)
         _dataset(synthetic_root, pseudo_labels=str(pseudo))
 
 
+def test_a_pseudo_label_of_unknown_class_is_a_cell_of_no_class(tmp_path):
+    """Class -1 in the file: label C + 1 with several classes (UnknownClassCELoss learns
+    it as any class against the background), the class itself with one."""
+    make_tiny_coco(tmp_path, n_images=1, size=64, num_classes=2)
+    name = json.loads((tmp_path / 'annotations/train.json').read_text())['images'][0][
+        'file_name']
+    pseudo = tmp_path / 'pseudo.json'
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, -1], [20, 20, 30, 30, 1]]},
+                                  'uncertain': {name: [[40, 40, 50, 50, -1]]}}))
+    two = _dataset(tmp_path, ann='annotations/train.json', classes=('cell0', 'cell1'),
+                   pseudo_labels=str(pseudo))
+    added = [(a['bbox_label'], a['ignore_flag']) for a in two[0]['instances']
+             if a.get('pseudo')]
+    assert added == [(3, 0), (1, 0), (3, 1)]
+    assert cell_coco.unknown_class_label(2) == 3 and cell_coco.unknown_class_label(1) == 0
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, -1]]}}))
+    one = _dataset(tmp_path, ann='annotations/train.json', classes=('cell0', ),
+                   pseudo_labels=str(pseudo))
+    assert [a['bbox_label'] for a in one[0]['instances'] if a.get('pseudo')] == [0]
+    # a single-class detector's file taught as cells of unknown class, by the config
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0]]}}))
+    taught = _dataset(tmp_path, ann='annotations/train.json', classes=('cell0', 'cell1'),
+                      pseudo_labels=str(pseudo), pseudo_label_class=-1)
+    assert [a['bbox_label'] for a in taught[0]['instances'] if a.get('pseudo')] == [3]
+    with pytest.raises(ValueError, match=r'pseudo_label_class: expected the label .* in '
+                                         r'0\.\.1 .*or -1 .*got 2'):
+        _dataset(tmp_path, ann='annotations/train.json', classes=('cell0', 'cell1'),
+                 pseudo_labels=str(pseudo), pseudo_label_class=2)
+
+
 @pytest.mark.parametrize('content, message', [
     ([['a.png', [0, 0, 10, 10, 0]]],
      r'pseudo\.json: expected \{"images": .*got a JSON list'),
@@ -331,7 +361,7 @@ def test_uncertain_detections_become_ignored_instances(synthetic_root, tmp_path)
      r"in 0\.\.1 \(2 classes .*got 'x'"),
     ({'images': {'a.png': [[0, 0, 10, 10, 2]]}},
      r"images\['a\.png'\]\[0\]: expected the label .* in 0\.\.1 .*got 2"),
-    ({'images': {'a.png': [[0, 0, 10, 10, -1]]}}, r'got -1'),
+    ({'images': {'a.png': [[0, 0, 10, 10, -2]]}}, r'or -1 for a cell of unknown class, got -2'),
     ({'images': {'a.png': [[0, 0, 10, 10, 1.0]]}}, r'got 1\.0'),
     ({'images': {'a.png': [[0, '0', 10, 10, 0]]}},
      r"images\['a\.png'\]\[0\]: expected \[x1, y1, x2, y2, label\] with numeric "

@@ -46,6 +46,13 @@ def test_a_loader_with_another_scheme_of_its_own_is_an_error():
     with pytest.raises(ValueError, match=r'val_dataloader\.dataset\.deletion is set to .*'
                        r'set it once, there'):
         apply_deletion(cfg)
+    # complete labels asked of one loader are no absence of a scheme: the top-level
+    # scheme would otherwise replace them without a word
+    cfg = Config(dict(deletion=SCHEME, **loaders()))
+    cfg.merge_from_dict({'train_dataloader.dataset.deletion': None})
+    with pytest.raises(ValueError, match=r'train_dataloader\.dataset\.deletion is set to '
+                       r'None, .*--cfg-options deletion\.k=\.\.\. or deletion=None'):
+        apply_deletion(cfg)
     cfg = Config(dict(deletion=SCHEME, train_dataloader=dict(
         dataset=dict(type='CocoDataset', ann_file='a.json'))))
     with pytest.raises(ValueError, match='no CellCocoDataset in train_dataloader'):

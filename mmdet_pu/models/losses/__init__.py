@@ -6,6 +6,7 @@ from .dense_pu_loss import (DensePULoss, FocalPULoss, QualityFocalPULoss,
 from .pu_loss import MultiPULoss, PULoss, cross_entropy_terms
 from .recalibration_loss import BackgroundRecalibrationLoss, recalibrated_focal_terms
 from .roi_focal_loss import RoIFocalLoss
+from .unknown_class_loss import UnknownClassCELoss
 
 __all__ = [
     'BasePULoss', 'pu_risk_terms', 'nonnegative_risk', 'check_prior', 'check_priors',
@@ -13,5 +14,5 @@ __all__ = [
     'cross_entropy_terms', 'DensePULoss', 'FocalPULoss', 'QualityFocalPULoss',
     'focal_terms', 'quality_focal_terms', 'bde_weights', 'box_centres', 'l1_diameter',
     'mean_l1_distance', 'RoIFocalLoss', 'BackgroundRecalibrationLoss',
-    'recalibrated_focal_terms',
+    'recalibrated_focal_terms', 'UnknownClassCELoss',
 ]

@@ -15,8 +15,12 @@ precision and recall of its labeled cells plus pseudo-labels against those compl
 labels (:func:`label_quality`). The
 band below a cut starts at the fit's lowest uncertain score, or at a tenth of the cut
 where the cut is at or below it (:func:`band_low`); a student that ignored no band
-ignores none here either. Runs resume; a label file of another checkpoint or band is
-refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
+ignores none here either. With ``soft`` each student is instead taught every fused
+detection scoring at least its cut as a cell weighted by that score (score-weighted
+distillation: ``pseudo_label_weights``, the RoI head's soft targets,
+:class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`), no band ignored
+(``<fit>/distill_cut<cut>_soft/``). Runs resume; a label file of another checkpoint or
+band is refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
 """
 import json
 import os.path as osp
@@ -26,12 +30,15 @@ import numpy as np
 
 from mmengine.config import Config
 
+from mmdet.registry import MODELS
+
 from cellio.atomic import write_atomic
 from cellio.records import read_record
 from mmdet_pu.engine.launch import load_config, parse_cfg_options
 from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.matching import match_image
 from mmdet_pu.evaluation.overlay import read_coco_ground_truth
+from mmdet_pu.models.roi_heads import SoftTargetMixin
 from mmdet_pu.workflow.distillation import (DISTILL_LABELS, DISTILL_UNCERTAIN_SCORE,
                                             DISTILLED, PSEUDO_LABELS_KEY)
 from mmdet_pu.workflow.fit_report import read_fit_summary
@@ -47,9 +54,35 @@ def band_low(cut: float) -> float:
     return DISTILL_UNCERTAIN_SCORE if cut > DISTILL_UNCERTAIN_SCORE else cut / 10
 
 
-def probe_name(cut: float) -> str:
-    """The folder (and label-file prefix) of the student at ``cut``."""
-    return f'distill_cut{cut:g}'
+def probe_name(cut: float, soft: bool = False) -> str:
+    """The folder (and label-file prefix) of the student at ``cut`` (``soft``: taught
+    the detections weighted by their scores)."""
+    return f'distill_cut{cut:g}' + ('_soft' if soft else '')
+
+
+def soft_target_options(config: str, options: Sequence[str]) -> List[str]:
+    """The options that weigh the pseudo-labels of a student of ``config`` with
+    ``options`` by their scores: ``pseudo_label_weights`` and the training pipeline's
+    ``PackDetInputs`` replaced by ``PackCellInputs``, which packs the weights.
+
+    Raises:
+        ValueError: the RoI head cannot learn soft targets, or the pipeline packs with
+            neither transform.
+    """
+    cfg = load_config(config, parse_cfg_options(list(options)))
+    head = MODELS.get(cfg.model.roi_head.bbox_head.type)
+    if head is None or not issubclass(head, SoftTargetMixin):
+        raise ValueError(f'{config}: bbox_head {cfg.model.roi_head.bbox_head.type} learns '
+                         'no soft targets; expected a head with SoftTargetMixin, e.g. '
+                         'BoxFitShared2FCBBoxHead')
+    pipeline = cfg.train_dataloader.dataset.pipeline
+    packs = [i for i, t in enumerate(pipeline)
+             if t['type'] in ('PackDetInputs', 'PackCellInputs')]
+    if not packs:
+        raise ValueError(f'{config}: the training pipeline has no PackDetInputs or '
+                         'PackCellInputs to pack the weights')
+    return ['train_dataloader.dataset.pseudo_label_weights=True',
+            f'train_dataloader.dataset.pipeline.{packs[-1]}.type=PackCellInputs']
 
 
 def probe_options(options: Sequence[str], labels: str) -> List[str]:
@@ -79,22 +112,25 @@ def student_record(fit_dir: str) -> dict:
     return record
 
 
-def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None]) -> Run:
+def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None],
+            soft: bool = False) -> Run:
     """The student of the fit in ``fit_dir`` at ``cut``, its pseudo-labels written
     first if absent (module docstring)."""
     teacher = read_fit_summary(fit_dir)['fused']
     student = student_record(fit_dir)
     ignoring = ignore_options(Config.fromfile(student['config']).model.train_cfg)
-    band = bool(ignoring) and set(ignoring) <= set(student['options'])
+    band = bool(ignoring) and set(ignoring) <= set(student['options']) and not soft
     uncertain_thr: Optional[float] = band_low(cut) if band else None
-    name = probe_name(cut)
+    name = probe_name(cut, soft)
     labels = osp.abspath(osp.join(fit_dir, f'{name}_labels.json'))
     check_pseudo_source(labels, teacher['checkpoint'], uncertain_thr, name, cut)
+    options = probe_options(student['options'], labels)
+    if soft:
+        options += soft_target_options(student['config'], options)
     if not osp.isfile(labels):
         write_source_labels(student['config'], labels, [], teacher, uncertain_thr, echo,
                             score_thr=cut)
-    return Run(student['config'], osp.join(fit_dir, name),
-               probe_options(student['options'], labels), name=name)
+    return Run(student['config'], osp.join(fit_dir, name), options, name=name)
 
 
 def recall_ceiling(report: str) -> float:
@@ -163,10 +199,10 @@ def measured(name: str, run_dir: str, labels: Optional[str] = None,
 
 
 def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,
-              jobs: int = 1) -> List[dict]:
-    """Train and test the students at ``cuts``; the rows of the fused detector, the
-    fit's student and each cut's."""
-    runs = [cut_run(fit_dir, cut, echo) for cut in cuts]
+              jobs: int = 1, soft: bool = False) -> List[dict]:
+    """Train and test the students at ``cuts`` (``soft``: score-weighted); the rows of
+    the fused detector, the fit's student and each cut's."""
+    runs = [cut_run(fit_dir, cut, echo, soft) for cut in cuts]
     run_all(runs, jobs=jobs, echo=echo)
     student = student_record(fit_dir)
     ann_file = complete_labels(student['config'], student['options'])

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/distill_cut.py FIT_DIR --cuts 0.2 0.1 [--jobs N]
+    python tools/distill_cut.py FIT_DIR --cuts 0.2 0.1 [--soft] [--jobs N]
 
 ``FIT_DIR``: a finished ``tools/fit_prior.py`` work dir (its default ``--final
 distilled``). For each cut, the fit's student is trained again from the same round on
@@ -33,6 +33,9 @@ def parse_args(argv=None):
     parser.add_argument('fit_dir', help='a finished tools/fit_prior.py work dir')
     parser.add_argument('--cuts', type=float, nargs='+', required=True,
                         help='fused scores from which the student learns the detections')
+    parser.add_argument('--soft', action='store_true',
+                        help='teach each detection from the cut on as a cell weighted '
+                             'by its score (soft targets), no band ignored')
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs side by side (each gets cores/jobs threads)')
     args = parser.parse_args(argv)
@@ -48,7 +51,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    rows = run_study(args.fit_dir, args.cuts, jobs=args.jobs,
+    rows = run_study(args.fit_dir, args.cuts, jobs=args.jobs, soft=args.soft,
                      echo=lambda msg: print(f'[distill_cut] {msg}', flush=True))
     print(f'\n{write_study(args.fit_dir, rows)}\n[distill_cut] wrote '
           f'{args.fit_dir}/distill_cut.md and distill_cut.json')

@@ -12,6 +12,7 @@ from mmdet.datasets.api_wrappers import COCO
 from mmdet.registry import DATASETS
 
 from .deletion import build_deletion, is_loaded
+from .transforms import PackCellInputs
 
 #: Annotation fields that CocoDataset parses into ``bbox``, ``bbox_label`` and
 #: ``ignore_flag``; every other field (``point``, ``score``, ``original``, ...) is kept
@@ -42,18 +43,24 @@ def unknown_class_label(num_classes: int) -> int:
     return 0 if num_classes == 1 else num_classes + 1
 
 
-def read_pseudo_labels(path, num_classes):
+#: The pseudo-label file's teacher scores, ``{file_name: [score, ...]}``, one per cell of
+#: its ``images`` list in that order (what ``pseudo_label_weights`` weighs them by).
+PSEUDO_LABEL_SCORES = 'scores'
+
+
+def read_pseudo_labels(path, num_classes, with_scores=False):
     """``{list: {file_name: [[x1, y1, x2, y2, label], ...]}}`` for each of
     :data:`PSEUDO_LABEL_LISTS` of a pseudo-label file (empty ones for None and for an
     absent ``uncertain``): the coordinates numbers, each label a class index in
-    ``[0, num_classes)``.
+    ``[0, num_classes)``. ``with_scores``: also :data:`PSEUDO_LABEL_SCORES`, each a
+    score in ``(0, 1]``, one per cell of ``images``.
 
     Raises:
         ValueError: naming the file, and the list, image and entry that are not such a
-            list.
+            list (or, ``with_scores``, no such score).
     """
     if path is None:
-        return {key: {} for key in PSEUDO_LABEL_LISTS}
+        return {key: {} for key in (*PSEUDO_LABEL_LISTS, PSEUDO_LABEL_SCORES)}
     with open(path) as f:
         try:
             content = json.load(f)
@@ -76,7 +83,26 @@ def read_pseudo_labels(path, num_classes):
                                  f'x2, y2, label], got {cells!r}')
             for i, cell in enumerate(cells):
                 _check_pseudo_cell(cell, num_classes, f'{path}: {key}[{name!r}][{i}]')
+    if with_scores:
+        lists[PSEUDO_LABEL_SCORES] = _read_scores(path, content, lists['images'])
     return lists
+
+
+def _read_scores(path, content, images):
+    """The file's :data:`PSEUDO_LABEL_SCORES`, checked against its ``images`` list."""
+    key = PSEUDO_LABEL_SCORES
+    scores = content.get(key)
+    if not isinstance(scores, dict):
+        raise ValueError(f'{path}: expected a "{key}" object {{file_name: [score, ...]}} '
+                         'beside "images" (pseudo_label_weights weighs each cell by its '
+                         'score); write the file with the workflow of this version')
+    for name, cells in images.items():
+        values = scores.get(name)
+        if not (isinstance(values, list) and len(values) == len(cells)
+                and all(_is_number(v) and 0 < v <= 1 for v in values)):
+            raise ValueError(f'{path}: {key}[{name!r}]: expected {len(cells)} scores in '
+                             f'(0, 1], one per cell of images[{name!r}], got {values!r}')
+    return scores
 
 
 def _is_number(value):
@@ -163,15 +189,26 @@ class CellCocoDataset(CocoDataset):
         pseudo_labels (str | None): JSON file of pseudo-labeled cells.
         pseudo_label_class (int | None): The class of every pseudo-label (a class
             index or :data:`UNKNOWN_CLASS`); None: each cell's class in the file.
+        pseudo_label_weights (bool): Each pseudo-labeled cell carries its score in the
+            file (:data:`PSEUDO_LABEL_SCORES`) as its ``weight``, the labeled cells none
+            (weight 1): the soft targets of score-weighted distillation
+            (docs/method.md#distilled-detector). Needs ``PackCellInputs`` in the
+            pipeline, which packs the weights.
     """
 
     def __init__(self, *args, deletion=None, prepare_cmd=None, pseudo_labels=None,
-                 pseudo_label_class=None, **kwargs):
+                 pseudo_label_class=None, pseudo_label_weights=False, **kwargs):
         self.deletion = build_deletion(deletion)
         self.prepare_cmd = prepare_cmd
         self.pseudo_label_file = pseudo_labels
         self.pseudo_label_class = pseudo_label_class
+        self.pseudo_label_weights = bool(pseudo_label_weights)
         super().__init__(*args, **kwargs)
+        if self.pseudo_label_weights and not any(
+                isinstance(t, PackCellInputs) for t in self.pipeline.transforms):
+            raise ValueError('pseudo_label_weights=True: the pipeline must pack the '
+                             "cells' weights with dict(type='PackCellInputs'), got "
+                             f'{[type(t).__name__ for t in self.pipeline.transforms]}')
 
     def _open_annotations(self, path):
         """CocoDataset's ``COCOAPI``: the COCO index of the annotation file; keeps the
@@ -202,7 +239,8 @@ class CellCocoDataset(CocoDataset):
         num_classes = len(self.metainfo['classes'])
         if self.pseudo_label_class is not None:
             _check_label(self.pseudo_label_class, num_classes, 'pseudo_label_class')
-        self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file, num_classes)
+        self.pseudo_labels = read_pseudo_labels(self.pseudo_label_file, num_classes,
+                                                with_scores=self.pseudo_label_weights)
         data_list = super().load_data_list()
         self._check_classes()
         self._check_pseudo_images(data_list)
@@ -309,8 +347,11 @@ class CellCocoDataset(CocoDataset):
                     label = self.pseudo_label_class
                 if label == UNKNOWN_CLASS:
                     label = unknown_class_label(len(self.metainfo['classes']))
-                instances.append(dict(bbox=list(bbox), bbox_label=int(label),
-                                      ignore_flag=ignore, pseudo=True))
+                instance = dict(bbox=list(bbox), bbox_label=int(label),
+                                ignore_flag=ignore, pseudo=True)
+                if self.pseudo_label_weights and not ignore:
+                    instance['weight'] = float(self.pseudo_labels[PSEUDO_LABEL_SCORES][name][i])
+                instances.append(instance)
         return instances
 
     def _instance(self, ann):

@@ -14,7 +14,7 @@ returns the student's :class:`~.runs.Run` (``distilled/``): the round's config w
 detector's own classification losses (:mod:`.own_loss`: with most cells labeled, the
 unlabeled samples are background, so cross entropy is the PU risk at pi ~ 0), the
 round's options without its priors and pseudo-labels, those labels instead, and the
-round's last checkpoint to start from (``load_from``), and its teacher's score floor
+round's last checkpoint to start from (``load_from``), and no score floor
 (:func:`student_floor_option`). Its scores are those of a detector trained on (nearly)
 complete labels, so it is read at 0.5.
 :func:`returned_config` writes the config the fit returns with its checkpoint
@@ -28,8 +28,7 @@ from mmengine.config import Config
 
 from cellio.atomic import write_atomic
 from .fit_options import SELF_TRAIN_MIN_SCORE
-from .fused_ensemble import (dumped_config, ensemble_score_floor, score_floor_key,
-                             standalone_config)
+from .fused_ensemble import dumped_config, score_floor_key, standalone_config
 from .own_loss import own_loss_options, write_own_loss_config
 from .runs import Run
 from .self_training import check_pseudo_source, write_source_labels
@@ -76,7 +75,7 @@ def distilled_run(round_run: Run, teacher: dict, work_dir: str, ignoring: Sequen
                and option not in ignoring]
     options.append(f'{PSEUDO_LABELS_KEY}={pseudo}')
     options += list(ignoring) if uncertain_thr is not None else []
-    options.append(student_floor_option(config, teacher['config']))
+    options.append(student_floor_option(config))
     start = osp.abspath(round_run.last_checkpoint())
     return Run(config, osp.join(work_dir, DISTILLED), [*options, f'load_from={start}'],
                name=DISTILLED)
@@ -98,14 +97,20 @@ def distillation_cut(teacher: dict) -> float:
     return SELF_TRAIN_MIN_SCORE
 
 
-def student_floor_option(config: str, teacher_config: str) -> str:
-    """The option that has the student of ``config`` keep its detections down to the
-    lowest score its teacher, the fused detector of ``teacher_config``, gives
-    (:func:`~.fused_ensemble.ensemble_score_floor`), not its members' 0.05: a
-    detector kept at 0.05 ranks fewer detections than the ensemble it replaces, and its
-    AP, a mean over recall, is cut where its ranking stops."""
+#: The student's score floor: it keeps every detection its head scores (up to the
+#: config's ``max_per_img``), not mmdet's 0.05.
+STUDENT_SCORE_FLOOR = 0.0
+
+
+def student_floor_option(config: str) -> str:
+    """The option that has the student of ``config`` keep every detection
+    (:data:`STUDENT_SCORE_FLOOR`). AP averages precision over recall up to where a
+    detector's ranking stops; a floor stops it short and never changes a threshold read
+    above it (0.5, the validation's choice). One detector ranks all it scores at the
+    cost of its NMS; the fused detector stays at its members' floors, where fusing
+    every low detection of four members would multiply its inference time."""
     key = score_floor_key(Config.fromfile(config).model)
-    return f'model.{key}={ensemble_score_floor(Config.fromfile(teacher_config).model):g}'
+    return f'model.{key}={STUDENT_SCORE_FLOOR:g}'
 
 
 def returned_config(run: Run) -> str:

@@ -28,8 +28,6 @@ from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
 from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
-from mmdet_pu.models.detectors.box_fusion import member_weights
-from mmdet_pu.prior.keys import get_key
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.
@@ -87,15 +85,6 @@ def score_floor_key(model: dict) -> str:
         return 'test_cfg.score_thr'
     raise ValueError(f'model.test_cfg of {model.get("type")}: expected rcnn.score_thr '
                      f'or score_thr (the lowest score kept), got {dict(test_cfg)}')
-
-
-def ensemble_score_floor(model: dict) -> float:
-    """The lowest score the ``FusedEnsemble`` of config ``model`` gives: a detection that
-    only its least-weighted member kept, at that member's floor
-    (:func:`score_floor_key`), times its share of the vote (``w_min * 0.05``: 0.0125 for
-    four equal members)."""
-    floor = get_key(model['detector'], score_floor_key(model['detector']))
-    return float(floor) * min(member_weights(model.get('weights'), model['num_members']))
 
 
 def file_stamps(paths: Sequence[str]) -> List[List[int]]:

@@ -9,8 +9,9 @@ them). With ``uncertain_thr`` the detections with ``uncertain_thr <= score <
 score_thr`` that are none of the labeled cells are kept apart as *uncertain*: the round
 neither learns them as cells nor as background (ignored regions). The file it writes is
 what ``CellCocoDataset(pseudo_labels=...)`` adds to the training labels: ``{"images":
-{file_name: [[x1, y1, x2, y2, label], ...]}, "uncertain": {file_name: [...]}, ...}``.
-No complete label is read.
+{file_name: [[x1, y1, x2, y2, label], ...]}, "scores": {file_name: [score, ...]},
+"uncertain": {file_name: [...]}, ...}``, the scores those of the detections in
+``images`` (what ``pseudo_label_weights`` weighs them by). No complete label is read.
 """
 import os.path as osp
 from typing import List, Optional, Sequence, Tuple
@@ -73,7 +74,7 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
     cfg.train_dataloader.dataset.pop('pseudo_labels', None)  # the labels as deleted
     model, dataset, _ = load_detector_and_split(cfg, config, checkpoint, 'train',
                                                 oracle=False, device=device)
-    images, uncertain, labeled = {}, {}, 0
+    images, scores_of, uncertain, labeled = {}, {}, {}, 0
     for idx, (batch, _) in enumerate(split_batches(dataset, range(len(dataset)),
                                                    device=device)):
         cells = batch['data_samples'][0].gt_instances.to(device)
@@ -85,6 +86,7 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
         confident = scores >= score_thr
         if confident.any():
             images[name] = _as_lists(found[confident])
+            scores_of[name] = [round(float(v), 6) for v in scores[confident]]
         if not confident.all():
             uncertain[name] = _as_lists(found[~confident])
     summary = dict(num_images=len(dataset), labeled=labeled,
@@ -92,7 +94,8 @@ def write_pseudo_labels(config: str, checkpoint: str, out: str,
                    num_uncertain=sum(map(len, uncertain.values())), score_thr=score_thr,
                    uncertain_thr=uncertain_thr, checkpoint=checkpoint,
                    checkpoint_stamp=file_stamps([checkpoint])[0])
-    write_json_atomic(out, dict(summary, images=images, uncertain=uncertain))
+    write_json_atomic(out, dict(summary, images=images, scores=scores_of,
+                                uncertain=uncertain))
     return summary
 
 

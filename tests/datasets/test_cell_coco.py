@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
@@ -8,7 +9,9 @@ from mmengine.registry import init_default_scope
 
 from data_prep import prepare
 from mmdet.registry import DATASETS
-from mmdet_pu.datasets import CellCocoDataset, DeletionScheme, cell_coco, delete_from_coco
+from mmdet.structures.bbox import HorizontalBoxes
+from mmdet_pu.datasets import (CellCocoDataset, DeletionScheme, PackCellInputs, cell_coco,
+                               delete_from_coco)
 from tests._data import make_tiny_coco, write_tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -319,6 +322,58 @@ def test_uncertain_detections_become_ignored_instances(synthetic_root, tmp_path)
     with pytest.raises(ValueError, match=r"uncertain\['.*'\]\[0\]: box \[200, 200, "
                                          r'300, 300\] lies outside the 128x128 image'):
         _dataset(synthetic_root, pseudo_labels=str(pseudo))
+
+
+def test_pseudo_label_weights_are_the_files_scores_packed_per_cell(synthetic_root, tmp_path):
+    """pseudo_label_weights: each learned pseudo-label carries its score; PackCellInputs
+    packs the weights of the cells it keeps (1 for the labeled ones), none for ignored."""
+    deletion = dict(type='KeepPerPatch', k=1, order='random', seed=0)
+    plain = _dataset(synthetic_root, deletion=deletion)
+    name = plain[0]['file_name']
+    pseudo = tmp_path / 'pseudo.json'
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0], [20, 20, 30, 32, 0]]},
+                                  'scores': {name: [0.25, 0.75]},
+                                  'uncertain': {name: [[40, 40, 52, 50, 0]]}}))
+    init_default_scope('mmdet')
+    pipeline = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations', with_bbox=True),
+                dict(type='RandomFlip', prob=1.0), dict(type='PackCellInputs')]
+    weighted = _dataset(synthetic_root, deletion=deletion, pseudo_labels=str(pseudo),
+                        pseudo_label_weights=True, pipeline=pipeline)
+    kept = len(plain[0]['instances'])
+    packed = weighted[0]['data_samples']
+    assert packed.gt_instances.weights.tolist() == [1.0] * kept + [0.25, 0.75]
+    assert packed.ignored_instances.weights.tolist() == [1.0]  # ignored all the same
+    # without weights PackCellInputs packs what PackDetInputs does
+    unweighted = _dataset(synthetic_root, deletion=deletion, pseudo_labels=str(pseudo),
+                          pipeline=pipeline)[0]['data_samples']
+    assert 'weights' not in unweighted.gt_instances
+    assert unweighted.gt_instances.bboxes.tensor.tolist() == \
+        packed.gt_instances.bboxes.tensor.tolist()
+    # the weights need their packing transform, and the file its scores
+    with pytest.raises(ValueError, match=r"pseudo_label_weights=True: the pipeline must "
+                                         r"pack .*PackCellInputs.*got \['LoadImageFromFile'"):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo), pseudo_label_weights=True,
+                 pipeline=pipeline[:3] + [dict(type='PackDetInputs')])
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0]]}}))
+    with pytest.raises(ValueError, match=r'pseudo\.json: expected a "scores" object'):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo), pseudo_label_weights=True,
+                 pipeline=pipeline)
+    pseudo.write_text(json.dumps({'images': {name: [[1, 2, 11, 12, 0]]},
+                                  'scores': {name: [0.5, 0.5]}}))
+    with pytest.raises(ValueError, match=r"pseudo\.json: scores\['.*'\]: expected 1 "
+                                         r'scores in \(0, 1\], one per cell of images'):
+        _dataset(synthetic_root, pseudo_labels=str(pseudo), pseudo_label_weights=True,
+                 pipeline=pipeline)
+
+
+def test_pack_cell_inputs_refuses_weights_that_no_longer_match_the_boxes():
+    results = dict(img=np.zeros((8, 8, 3), np.uint8), img_path='a.png',
+                   instances=[dict(weight=0.5), dict(weight=0.7)],
+                   gt_bboxes=HorizontalBoxes(np.zeros((1, 4), np.float32)),
+                   gt_bboxes_labels=np.zeros(1, np.int64), gt_ignore_flags=np.zeros(1, bool))
+    with pytest.raises(ValueError, match=r'PackCellInputs: 2 instances but 1 boxes in '
+                                         r'a\.png'):
+        PackCellInputs().transform(results)
 
 
 def test_a_pseudo_label_of_unknown_class_is_a_cell_of_no_class(tmp_path):

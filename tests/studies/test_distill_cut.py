@@ -74,6 +74,32 @@ def test_cut_run_reuses_its_labels_and_refuses_another_band(tmp_path):
         study.cut_run(str(tmp_path), 0.2, echo=print)
 
 
+def test_a_soft_student_weighs_every_detection_from_the_cut_and_ignores_no_band(tmp_path):
+    """--soft: its own folder and labels, no band, the pipeline's packing replaced and
+    the weights on; a head without soft targets is refused."""
+    options = ['randomness.seed=1', f'{LABELS_KEY}=fit/distill_labels.json', IGNORE]
+    checkpoint = fake_fit(tmp_path, options)
+    (tmp_path / 'student.py').write_text(  # a plain head, then box-fit by option
+        "model = dict(roi_head=dict(bbox_head=dict(type='Shared2FCBBoxHead')), "
+        "train_cfg=dict(rpn=dict(assigner=dict(type='MaxIoUAssigner'))))\n"
+        "train_dataloader = dict(dataset=dict(pipeline=[dict(type='LoadImageFromFile'), "
+        "dict(type='PackDetInputs')]))\n")
+    with pytest.raises(ValueError, match='bbox_head Shared2FCBBoxHead learns no soft '
+                                         'targets'):
+        study.cut_run(str(tmp_path), 0.1, echo=print, soft=True)
+    options.insert(0, 'model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead')
+    record = json.loads((tmp_path / 'distilled' / 'run.json').read_text())
+    (tmp_path / 'distilled' / 'run.json').write_text(json.dumps(dict(record,
+                                                                     options=options)))
+    labels = tmp_path / 'distill_cut0.1_soft_labels.json'
+    write_labels(labels, checkpoint, None, 0.1)
+    run = study.cut_run(str(tmp_path), 0.1, echo=print, soft=True)
+    assert run.work_dir == str(tmp_path / 'distill_cut0.1_soft')
+    assert run.options == [*options[:2], f'{LABELS_KEY}={labels}', IGNORE,
+                           'train_dataloader.dataset.pseudo_label_weights=True',
+                           'train_dataloader.dataset.pipeline.1.type=PackCellInputs']
+
+
 def test_a_fit_without_a_trained_student_is_named(tmp_path):
     fake_fit(tmp_path, [])
     (tmp_path / 'distilled' / 'run.json').write_text(json.dumps(dict(trained=False)))

@@ -15,12 +15,11 @@ from mmdet_pu.evaluation.validation_thr import validation_dump, validation_score
 from mmdet_pu.prior.candidates import scale_odds
 from mmdet_pu.prior.selection import COLUMNS
 from mmdet_pu.workflow import prior_fit, self_training
-from mmdet_pu.workflow.distillation import distillation_cut
+from mmdet_pu.workflow.distillation import distillation_cut, student_floor_option
 from mmdet_pu.workflow.fit_choice import fusion_weights
 from mmdet_pu.workflow.fit_options import load_fit_config
 from mmdet_pu.workflow.fit_report import format_summary, returned_training
-from mmdet_pu.workflow.fused_ensemble import (dumped_config, ensemble_config,
-                                              ensemble_score_floor, file_stamps,
+from mmdet_pu.workflow.fused_ensemble import (dumped_config, ensemble_config, file_stamps,
                                               score_floor_key)
 from mmdet_pu.workflow.runs import Run
 from tests._data import REPO
@@ -155,15 +154,11 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
     student = runs['distilled']
     assert student.config == str(work / 'distilled_student_config.py')
     assert student.work_dir == str(work / 'distilled')
-    # the student keeps detections down to the fused detector's lowest score: its
-    # least-weighted member's share of the vote times that member's 0.05
-    weights = Config.fromfile(work / 'fused' / 'fused_config.py').model.weights
-    floor = 0.05 * min(weights) / sum(weights)
-    assert 0 < floor < 0.05 / 4
+    # the student keeps every detection its head scores
     assert student.options == [
         *BOX_FIT, 'randomness.seed=0',
         f'train_dataloader.dataset.pseudo_labels={work / "distill_labels.json"}',
-        *IGNORING, f'model.test_cfg.rcnn.score_thr={floor:g}',
+        *IGNORING, 'model.test_cfg.rcnn.score_thr=0',
         f'load_from={work / "self_trained" / "iter_2.pth"}']
     own = Config.fromfile(student.config).model
     assert own.rpn_head.loss_cls.type == 'CrossEntropyLoss'
@@ -204,22 +199,16 @@ def test_the_students_cut_is_the_validation_bounds_threshold(bound, point, cut):
     assert distillation_cut(dict(val_score_thr=bound, val_score_thr_point=point)) == cut
 
 
-def test_the_score_floor_of_a_detector_and_of_an_ensemble():
+def test_the_score_floor_of_a_detector_and_the_students():
     """Two-stage detectors keep scores from test_cfg.rcnn.score_thr, one-stage ones
-    from test_cfg.score_thr; an ensemble's lowest score is its least-weighted member's
-    floor times that member's share of the vote."""
+    from test_cfg.score_thr; the student keeps every detection at either key."""
     two_stage = Config.fromfile(CONFIG).model
     assert score_floor_key(two_stage) == 'test_cfg.rcnn.score_thr'
     one_stage = dict(type='ATSS', test_cfg=dict(score_thr=0.05, nms_pre=1000))
     assert score_floor_key(one_stage) == 'test_cfg.score_thr'
     with pytest.raises(ValueError, match='expected rcnn.score_thr or score_thr'):
         score_floor_key(dict(type='ATSS', test_cfg=dict(nms_pre=1000)))
-    equal = dict(type='FusedEnsemble', detector=two_stage, num_members=4, weights=None)
-    assert ensemble_score_floor(equal) == pytest.approx(0.0125)
-    weighted = dict(equal, detector=one_stage, num_members=3, weights=[2, 1, 1])
-    assert ensemble_score_floor(weighted) == pytest.approx(0.05 / 4)
-    weighted['weights'] = [6, 3, 1]
-    assert ensemble_score_floor(weighted) == pytest.approx(0.005)
+    assert student_floor_option(CONFIG) == 'model.test_cfg.rcnn.score_thr=0'
 
 
 def test_a_resumed_student_refuses_labels_cut_elsewhere(fake_fit, monkeypatch):

@@ -11,11 +11,13 @@ from mmdet.models.task_modules.samplers import SamplingResult
 from mmdet.registry import MODELS
 
 from ..box_fit import box_fit_rule, check_box_fit_args
+from .soft_targets import SoftTargetMixin
 
 
 @MODELS.register_module()
-class BoxFitShared2FCBBoxHead(Shared2FCBBoxHead):
-    """``Shared2FCBBoxHead`` with a cross-entropy term on the box-fit negatives.
+class BoxFitShared2FCBBoxHead(SoftTargetMixin, Shared2FCBBoxHead):
+    """``Shared2FCBBoxHead`` with a cross-entropy term on the box-fit negatives, and the
+    soft targets of weighted cells (:class:`~.soft_targets.SoftTargetMixin`).
 
     A sampled negative RoI (IoU < ``pos_iou_thr`` with every labeled box) is a wrong
     box of an annotated cell if its IoU with the cell's box is at least

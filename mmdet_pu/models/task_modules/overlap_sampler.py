@@ -12,9 +12,13 @@ class OverlapRandomSampler(RandomSampler):
     * ``neg_max_overlaps`` (Tensor, ``(num_neg,)``): its largest IoU with a labeled box
       of its image (the assigner's ``max_overlaps``);
     * ``neg_max_coverage`` (Tensor, ``(num_neg,)``): the largest share of a labeled
-      box's area that it covers, max_g |r ∩ g| / |g|.
+      box's area that it covers, max_g |r ∩ g| / |g|;
+    * ``pos_gt_weights`` (Tensor, ``(num_pos,)``), where the labels carry weights
+      (``gt_instances.weights``, ``PackCellInputs``): the weight of each sampled
+      positive's cell, the soft target of
+      :class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`.
 
-    Both are 0 in an image without labeled boxes. Sampling itself is
+    The overlaps are 0 in an image without labeled boxes. Sampling itself is
     ``RandomSampler``'s: the same arguments draw the same RoIs.
     """
 
@@ -33,4 +37,7 @@ class OverlapRandomSampler(RandomSampler):
         else:
             coverage = negatives.new_zeros(len(negatives))
         sampling_result.neg_max_coverage = coverage
+        if 'weights' in gt_instances:
+            sampling_result.pos_gt_weights = gt_instances.weights[
+                sampling_result.pos_assigned_gt_inds].to(negatives.dtype)
         return sampling_result

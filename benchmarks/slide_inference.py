@@ -130,6 +130,9 @@ def parse_args():
     parser.add_argument('--rounds', type=int, default=3, help='timed rounds per variant')
     parser.add_argument('--skip-memory', action='store_true',
                         help='only the throughput comparison')
+    parser.add_argument('--score-floor', type=float, default=None,
+                        help="the RoI head's test score floor (default: the config's "
+                             "0.05; the own-data workflow's returned detector: 0)")
     parser.add_argument('--cohort-slides', type=int, default=8,
                         help='slides of the cohort comparison (default 8)')
     parser.add_argument('--cohort-size', type=int, default=2048,
@@ -147,10 +150,13 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def build_model():
+def build_model(score_floor=None):
     init_default_scope('mmdet')
     torch.manual_seed(0)
-    model = MODELS.build(Config.fromfile(str(MODEL_CFG)).model).eval()
+    cfg = Config.fromfile(str(MODEL_CFG)).model
+    if score_floor is not None:
+        cfg.test_cfg.rcnn.score_thr = score_floor
+    model = MODELS.build(cfg).eval()
     model.dataset_meta = dict(classes=('cell', ), palette=[(220, 20, 60)])
     return model
 
@@ -296,7 +302,7 @@ def single_slide_benchmark(args):
               f'{args.discs} tissue islands of radius {args.radius}): written in '
               f'{time.perf_counter() - start:.0f} s, {path.stat().st_size / 1e6:.0f} MB '
               f'on disk; torch threads {torch.get_num_threads()}', flush=True)
-        model = build_model()
+        model = build_model(args.score_floor)
         with open_slide(path) as reader:
             if not args.skip_memory:
                 base = peak_rss_mb()

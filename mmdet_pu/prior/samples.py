@@ -41,7 +41,7 @@ from mmdet.models.utils import unpack_gt_instances
 from mmdet.registry import DATASETS, MODELS
 from mmdet.structures.bbox import bbox2roi, get_box_tensor
 
-from mmdet_pu.models.losses.pu_loss import background_cross_entropy
+from mmdet_pu.models.losses.pu_loss import cross_entropy_terms
 from .estimation import ImageSamples, pseudo_complete
 from .keys import type_name
 
@@ -175,7 +175,7 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
         tuple: ``(labels, is_gt, scores, bg_ce, truth_classes)`` over the K sampled RoIs:
         (K,) class of the labeled cell of a positive, -1 for unlabeled; (K,) bool, the
         RoI is a labeled cell's own box; (K, C) class probabilities; (K,) the background
-        cross entropy ``H(c, bg)`` of the PU losses (``background_cross_entropy``; None
+        cross entropy ``H(c, bg)`` of the PU losses (their ``cross_entropy_terms``; None
         for a head without a background logit); per truth the (K,) assigned classes (-1 for
         none; None for a None truth).
     """
@@ -202,8 +202,10 @@ def roi_samples(roi_head, feats: Sequence[Tensor], proposals: InstanceData,
     probs = (head.loss_cls.get_activation(cls_score) if head.custom_cls_channels
              else F.softmax(cls_score, dim=-1))
     bg_ce = None
-    if cls_score.shape[1] == head.num_classes + 1:  # a background logit, last
-        bg_ce = background_cross_entropy(cls_score.float(), head.loss_cls).cpu().numpy()
+    if cls_score.shape[1] == head.num_classes + 1:  # softmax with a background logit
+        loss_labels = torch.where(sampled_labels >= 0, sampled_labels, head.num_classes)
+        bg_ce = cross_entropy_terms(cls_score.float(), loss_labels,
+                                    use_sigmoid=False)[1].cpu().numpy()
     truth_classes = []
     for truth in truths:
         if truth is None:

@@ -66,13 +66,6 @@ def test_multi_class_pu_training(tmp_path):
     assert_learns(runner, 'MultiPULoss')
 
 
-def test_factorized_multi_class_pu_training(tmp_path):
-    runner = train(tmp_path, 'pu_factorized', 3, rpn_prior=0.3,
-                   bbox_loss="dict(_delete_=True, type='FactorizedMultiPULoss', "
-                             "priors=[0.1, 0.1, 0.1])")
-    assert_learns(runner, 'FactorizedMultiPULoss')
-
-
 @pytest.mark.parametrize('config,rpn_prior,bbox_loss', [
     ('synthetic/synthetic_keep1_pu.py', 0.006,
      dict(type='PULoss', prior=0.25, use_sigmoid=False, loss_weight=1.0)),

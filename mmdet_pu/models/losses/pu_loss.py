@@ -1,16 +1,12 @@
 """Cross-entropy PU losses of two-stage detectors: :class:`PULoss` (binary, the paper's
-L_cls^pu), :class:`MultiPULoss` (multi-class, L_cls^mpu) and
-:class:`FactorizedMultiPULoss` (L_cls^mpu with the cell and its class factorized);
-docs/method.md#binary-pu-risk.
+L_cls^pu) and :class:`MultiPULoss` (multi-class, L_cls^mpu); docs/method.md#binary-pu-risk.
 
 Labels follow mmdet's encoding (docs/method.md#sample-sets): with ``C`` positive classes,
 ``label == m < C`` is a labeled positive of class m, ``label == C`` unlabeled.
 """
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mmdet.models.losses import accuracy
 from mmdet.registry import MODELS
 from .base_pu_loss import BasePULoss
 
@@ -162,90 +158,3 @@ class MultiPULoss(BasePULoss):
 
     def loss_terms(self, cls_score: Tensor, labels: Tensor, quality) -> tuple:
         return cross_entropy_terms(cls_score, labels, self.use_sigmoid)
-
-
-def factorized_terms(cls_score: Tensor, labels: Tensor) -> tuple:
-    """Per-sample H(c, label) and H(c, background) of a factorized classifier.
-
-    The ``(N, C + 1)`` scores hold C class logits z and, last, one background logit b:
-    p_bg = sigmoid(b) and p_m = (1 - p_bg) q_m with q = softmax(z). Hence
-
-        H(c, m)  = -log(1 - sigmoid(b)) - log q_m = softplus(b) + H(q, m)
-        H(c, bg) = -log sigmoid(b)                = softplus(-b)
-
-    Args:
-        cls_score (Tensor): ``(N, C + 1)`` logits, the background last.
-        labels (Tensor): ``(N,)`` labels in ``[0, C]``; H(c, label) is only meaningful
-            for positives (label < C).
-
-    Returns:
-        tuple[Tensor, Tensor]: ``h_label`` (N,) and ``h_bg`` (N,).
-    """
-    num_classes = cls_score.size(1) - 1
-    background = cls_score[:, -1]
-    log_q = F.log_softmax(cls_score[:, :-1], dim=1)
-    class_index = labels.reshape(-1, 1).clamp(max=num_classes - 1)
-    h_class = -log_q.gather(1, class_index).reshape(-1)
-    return F.softplus(background) + h_class, F.softplus(-background)
-
-
-@MODELS.register_module()
-class FactorizedMultiPULoss(MultiPULoss):
-    r"""Multi-class PU classification loss with the cell and its class factorized
-    (docs/method.md#factorized-multi-class-pu-risk).
-
-    The risk is :class:`MultiPULoss`'s (Eq. 15), with H of :func:`factorized_terms`: the
-    head's C + 1 channels are C class logits and one background logit b, p_bg =
-    sigmoid(b), p_m = (1 - p_bg) softmax(z)_m. So
-
-    .. math::
-
-        L = \sum_m \frac{\pi_m}{N_p^m}\sum_{i\in P_m} \big[H(c_i,\mathrm{cell})
-              + H(q_i,m)\big]
-          + \max\Big\{0, \frac{1}{N_u+\sum_m N_p^m}\sum_{k\in U\cup P} H(c_k,bg)
-                         - \sum_m \frac{\pi_m}{N_p^m}\sum_{i\in P_m} H(c_i,bg)\Big\}
-
-    The bracket's gradient reaches b only. With the plain softmax it also reaches every
-    class logit, in proportion to its probability: each unlabeled cell pushed towards the
-    background flattens its class posterior. Here the class posterior q learns from the
-    labeled cells alone, each class weighted by pi_m / N_p^m, i.e. at its share of the
-    cells, however many of it were labeled. Predictions are (p_1, ..., p_C, p_bg); the
-    priors and ``PriorUpdateHook`` are :class:`MultiPULoss`'s. Config key:
-    ``model.roi_head.bbox_head.loss_cls.priors``.
-
-    Args:
-        priors, estimator, nonnegative, beta, gamma, loss_weight, use_sigmoid: As
-            :class:`MultiPULoss`.
-    """
-
-    # mmdet's BBoxHead asks the loss for its probabilities and its accuracy
-    custom_activation = True
-    custom_accuracy = True
-
-    def get_activation(self, cls_score: Tensor) -> Tensor:
-        """``(p_1, ..., p_C, p_bg)``: p_bg = sigmoid(b), p_m = (1 - p_bg) softmax(z)_m."""
-        cls_score = cls_score.float()
-        p_bg = torch.sigmoid(cls_score[:, -1:])
-        return torch.cat([(1 - p_bg) * F.softmax(cls_score[:, :-1], dim=-1), p_bg],
-                         dim=-1)
-
-    def get_accuracy(self, cls_score: Tensor, labels: Tensor) -> dict:
-        """mmdet's accuracy of the arg-max of the probabilities, in per cent."""
-        return dict(acc=accuracy(self.get_activation(cls_score), labels))
-
-    def score_channels(self) -> tuple:
-        num_classes = self.priors.numel()
-        return num_classes + 1, (f'{num_classes} class logits from loss_cls.priors + '
-                                 f'one background logit')
-
-    def loss_terms(self, cls_score: Tensor, labels: Tensor, quality) -> tuple:
-        return factorized_terms(cls_score, labels)
-
-
-def background_cross_entropy(cls_score: Tensor, loss_cls) -> Tensor:
-    """``(N,)`` H(c, bg) = -log p_bg of the ``(N, C + 1)`` scores of a bbox head whose
-    classifier is ``loss_cls``: softplus(-b) for :class:`FactorizedMultiPULoss`, the
-    softmax cross entropy of the last channel otherwise."""
-    if isinstance(loss_cls, FactorizedMultiPULoss):
-        return F.softplus(-cls_score[:, -1])
-    return -F.log_softmax(cls_score, dim=1)[:, -1]

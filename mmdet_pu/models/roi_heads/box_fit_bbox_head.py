@@ -3,6 +3,7 @@
 from typing import List, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from mmdet.models.roi_heads.bbox_heads import Shared2FCBBoxHead
@@ -10,7 +11,6 @@ from mmdet.models.task_modules.samplers import SamplingResult
 from mmdet.registry import MODELS
 
 from ..box_fit import box_fit_rule, check_box_fit_args
-from ..losses.pu_loss import background_cross_entropy
 from .soft_targets import SoftTargetMixin
 
 
@@ -93,5 +93,5 @@ class BoxFitShared2FCBBoxHead(SoftTargetMixin, Shared2FCBBoxHead):
         """``box_fit_weight`` x the mean background cross entropy of the masked RoIs."""
         if not box_fit.any():
             return cls_score.sum() * 0
-        h_bg = background_cross_entropy(cls_score[box_fit], self.loss_cls)
+        h_bg = -F.log_softmax(cls_score[box_fit], dim=1)[:, -1]
         return self.box_fit_weight * h_bg.mean()

@@ -3,11 +3,10 @@
 from typing import List, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from mmdet.models.task_modules.samplers import SamplingResult
-
-from ..losses.pu_loss import background_cross_entropy
 
 
 class SoftTargetMixin:
@@ -77,6 +76,6 @@ class SoftTargetMixin:
         if self.loss_cls.use_sigmoid:
             raise ValueError(f'bbox_head.loss_cls: {type(self).__name__} learns soft '
                              'targets with a softmax classifier (use_sigmoid=False)')
-        h_bg = background_cross_entropy(cls_score, self.loss_cls)
+        h_bg = -F.log_softmax(cls_score, dim=1)[:, -1]
         return (self.loss_cls.loss_weight * ((1 - weights) * h_bg).sum()
                 / max(cls_score.size(0), 1))

@@ -9,4 +9,7 @@ _base_ = [
     '../_base_/schedules/adam_2580it.py',
     '../_base_/default_runtime.py',
 ]
-model = dict(bbox_head=dict(num_classes=_base_.num_classes))
+# one cap per class: the base's detections per patch times the number of classes
+model = dict(
+    bbox_head=dict(num_classes=_base_.num_classes),
+    test_cfg=dict(max_per_img=_base_.model.test_cfg.max_per_img * _base_.num_classes))

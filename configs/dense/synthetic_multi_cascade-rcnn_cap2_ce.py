@@ -11,4 +11,7 @@ _base_ = [
 ]
 model = dict(roi_head=dict(bbox_head=[
     dict(head, num_classes=_base_.num_classes)
-    for head in _base_.model.roi_head.bbox_head]))
+    for head in _base_.model.roi_head.bbox_head]),
+    # one cap per class: the base's detections per patch times the number of classes
+    test_cfg=dict(rcnn=dict(
+        max_per_img=_base_.model.test_cfg.rcnn.max_per_img * _base_.num_classes)))

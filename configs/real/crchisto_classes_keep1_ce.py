@@ -15,5 +15,8 @@ _base_ = [
 train_dataloader = dict(batch_size=4)
 model = dict(
     roi_head=dict(bbox_head=dict(num_classes=_base_.num_classes)),
+    # one cap per class: the base's detections per patch times the number of classes
+    test_cfg=dict(rcnn=dict(
+        max_per_img=_base_.model.test_cfg.rcnn.max_per_img * _base_.num_classes)),
     train_cfg=dict(rpn=dict(assigner=dict(ignore_iof_thr=0.5)),
                    rcnn=dict(assigner=dict(ignore_iof_thr=0.5))))

@@ -12,7 +12,10 @@ training loader's annotation file (written by ``data_prep/prepare.py``) and sets
   head's);
 * the class priors of a :class:`~mmdet_pu.models.losses.MultiPULoss` whose number differs
   from the classes': their total spread evenly (the start that ``tools/fit_prior.py``
-  fits).
+  fits);
+* the detections kept per patch (``max_per_img`` of the test config, the RoI head's or a
+  dense head's): the config's value, written for one class, times the number of classes,
+  as the shipped multi-class configs have it.
 
 A binary :class:`~mmdet_pu.models.losses.PULoss` in the box head of a set with several
 classes is an error that names the multi-class config. Without the annotation file the
@@ -72,6 +75,14 @@ def _fit_head(head, classes):
         loss.priors = [sum(priors) / len(classes)] * len(classes)
 
 
+def _scale_detection_cap(model, num_classes):
+    """Multiply the test config's ``max_per_img`` (the box head's) by ``num_classes``."""
+    test_cfg = model.get('test_cfg') or {}
+    final = test_cfg.get('rcnn', test_cfg)
+    if final.get('max_per_img') is not None:
+        final.max_per_img *= num_classes
+
+
 def apply_data_classes(cfg):
     """``cfg`` with the classes of its prepared data when ``classes_from_data`` is set
     (see the module docstring); unchanged otherwise. Modifies and returns ``cfg``."""
@@ -90,5 +101,6 @@ def apply_data_classes(cfg):
         cfg.metainfo = dict(metainfo)
     for head in _box_heads(cfg.model):
         _fit_head(head, classes)
+    _scale_detection_cap(cfg.model, len(classes))
     cfg.classes_from_data = False  # now written out: the runner need not read them again
     return cfg

@@ -98,7 +98,8 @@ def distillation_cut(teacher: dict) -> float:
 
 
 #: The student's score floor: it keeps every detection its head scores (up to the
-#: config's ``max_per_img``), not mmdet's 0.05.
+#: config's ``max_per_img``), as the shipped bases do, whatever floor the fitted config
+#: sets (mmdet's configs: 0.05).
 STUDENT_SCORE_FLOOR = 0.0
 
 
@@ -107,8 +108,9 @@ def student_floor_option(config: str) -> str:
     (:data:`STUDENT_SCORE_FLOOR`). AP averages precision over recall up to where a
     detector's ranking stops; a floor stops it short and never changes a threshold read
     above it (0.5, the validation's choice). One detector ranks all it scores at the
-    cost of its NMS; the fused detector stays at its members' floors, where fusing
-    every low detection of four members would multiply its inference time."""
+    cost of its NMS; the fused detector keeps its members at
+    :data:`~.fused_ensemble.MEMBER_SCORE_FLOOR`, where fusing every low detection of
+    four members would multiply its inference time."""
     key = score_floor_key(Config.fromfile(config).model)
     return f'model.{key}={STUDENT_SCORE_FLOOR:g}'
 

@@ -36,10 +36,13 @@ def test_multi_class_config_takes_the_datas_classes_and_spreads_its_prior(tmp_pa
     head = cfg.model.roi_head.bbox_head
     assert head.num_classes == 3
     assert head.loss_cls.priors == pytest.approx([0.25 / 3] * 3)
+    # the base's 400 detections per patch, one cap per class
+    assert cfg.model.test_cfg.rcnn.max_per_img == 3 * 400
     # applied once: the runner built from it does not read the data again
     assert cfg.classes_from_data is False
     (tmp_path / 'annotations' / 'fold0' / 'train.json').unlink()
     assert apply_data_classes(cfg).model.roi_head.bbox_head.num_classes == 3
+    assert cfg.model.test_cfg.rcnn.max_per_img == 3 * 400
 
 
 def test_fitted_priors_of_the_right_number_are_kept(tmp_path):
@@ -55,6 +58,7 @@ def test_binary_config_takes_the_one_class_and_refuses_several(tmp_path):
     cfg = load_config(str(CUSTOM / 'custom_pu.py'), data_options(root))
     assert cfg.test_dataloader.dataset.metainfo['classes'] == ('nucleus', )
     assert cfg.model.roi_head.bbox_head.num_classes == 1
+    assert cfg.model.test_cfg.rcnn.max_per_img == 400
     root = write_categories(tmp_path / 'two', ['tumor', 'lymphocyte'])
     with pytest.raises(ValueError, match=r'has 2 classes \(tumor, lymphocyte\) but the config '
                                          r'trains one .* configs/custom/custom_mpu.py'):

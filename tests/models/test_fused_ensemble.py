@@ -10,7 +10,8 @@ from mmengine.runner import load_checkpoint
 
 from mmdet_pu.apis.slide_model import classifier_classes, init_slide_model
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
-from mmdet_pu.workflow.fused_ensemble import ensemble_config, write_ensemble_checkpoint
+from mmdet_pu.workflow.fused_ensemble import (MEMBER_SCORE_FLOOR, ensemble_config,
+                                              write_ensemble_checkpoint)
 from tests._data import make_tiny_coco, pu_model_extra, write_tiny_config
 
 
@@ -149,6 +150,10 @@ def test_the_checkpoint_holds_every_member_and_loads_for_tests_and_slides(tiny):
     assert meta['dataset_meta'] == dict(classes=('cell0', ))  # the first member's
     assert classifier_classes(ensemble_config(str(member_config), 2).model) == (
         1, 'model.roi_head.bbox_head.num_classes')
+    # the member keeps every score, the fused detector's members mmdet's 0.05
+    assert cfg.model.test_cfg.rcnn.score_thr == 0
+    assert ensemble_config(str(member_config), 2).model.detector.test_cfg.rcnn.score_thr \
+        == MEMBER_SCORE_FLOOR == 0.05
     for member, path in zip(ensemble.members, paths):
         state = torch.load(path, weights_only=False)['state_dict']
         assert all(torch.equal(v, state[k]) for k, v in member.state_dict().items())

@@ -184,6 +184,7 @@ model = dict(
             nms=dict(type='nms', iou_threshold=0.7),
             min_bbox_size=0),
         rcnn=dict(
-            score_thr=0.05,
+            # no score floor: as faster-rcnn_r50_fpn.py (docs/method.md#evaluation)
+            score_thr=0.0,
             nms=dict(type='nms', iou_threshold=0.3),
             max_per_img=400)))

@@ -48,3 +48,9 @@ def module_tmp_path(request, tmp_path_factory):
     path = tmp_path_factory.mktemp(request.module.__name__.rsplit('.', 1)[-1])
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_sessionstart(session):
+    """Import mmdet_pu before any test imports mmdet's models: where mmcv has no compiled
+    ops (``MMCV_OPS=torch make setup``) its torch stand-ins must be in place first."""
+    import mmdet_pu  # noqa: F401

@@ -137,59 +137,56 @@ def _check_avg(pool_mode: int) -> None:
                            'or build mmcv with its ops (README, GPU)')
 
 
-def _roi_groups(rois: Tensor):
-    """``(image index, positions)`` of ``rois`` by image, in chunks of at most
-    :data:`ROI_CHUNK` RoIs (bounds the memory of one step)."""
+def _roi_steps(rois: Tensor, options: dict, height: int, width: int, dtype):
+    """``(image index, positions, A_y, A_x, count)`` for ``rois`` by image, in chunks of
+    at most :data:`ROI_CHUNK` RoIs (bounds the memory of one step); ``options``: the
+    pooling arguments of mmcv's ``roi_align_forward``."""
+    _check_avg(options['pool_mode'])
     images = rois[:, 0].long()
     for b in images.unique().tolist():
-        positions = (images == b).nonzero().flatten()
-        for start in range(0, len(positions), ROI_CHUNK):
-            yield b, positions[start:start + ROI_CHUNK]
+        on_image = (images == b).nonzero().flatten()
+        for start in range(0, len(on_image), ROI_CHUNK):
+            positions = on_image[start:start + ROI_CHUNK]
+            a_y, a_x, count = _roi_matrices(
+                rois[positions], options['aligned_height'], options['aligned_width'],
+                options['spatial_scale'], options['sampling_ratio'], options['aligned'],
+                height, width)
+            yield b, positions, a_y.to(dtype), a_x.to(dtype), count.to(dtype)
 
 
 def roi_align_forward(input: Tensor, rois: Tensor, output: Tensor, argmax_y: Tensor,
-                      argmax_x: Tensor, aligned_height: int, aligned_width: int,
-                      spatial_scale: float, sampling_ratio: int, pool_mode: int,
-                      aligned: bool) -> None:
+                      argmax_x: Tensor, **options) -> None:
     """mmcv's ``roi_align_forward``: the average of each bin's bilinear samples of
     ``input`` (B, C, H, W) for ``rois`` (n, 5: batch index, x1, y1, x2, y2), written
-    into ``output`` (n, C, aligned_height, aligned_width)."""
-    _check_avg(pool_mode)
+    into ``output`` (n, C, aligned_height, aligned_width); ``options``: mmcv's
+    ``aligned_height``, ``aligned_width``, ``spatial_scale``, ``sampling_ratio``,
+    ``pool_mode`` (1, average) and ``aligned``."""
     channels, height, width = input.shape[1:]
-    for b, positions in _roi_groups(rois):
-        a_y, a_x, count = _roi_matrices(rois[positions], aligned_height, aligned_width,
-                                        spatial_scale, sampling_ratio, aligned,
-                                        height, width)
-        a_y, a_x = a_y.to(input.dtype), a_x.to(input.dtype)
+    out_h, out_w = options['aligned_height'], options['aligned_width']
+    for b, positions, a_y, a_x, count in _roi_steps(rois, options, height, width,
+                                                    input.dtype):
         n = len(positions)
-        rows = (a_y.reshape(n * aligned_height, height)
+        rows = (a_y.reshape(n * out_h, height)
                 @ input[b].permute(1, 0, 2).reshape(height, channels * width))
-        rows = rows.reshape(n, aligned_height * channels, width)
-        pooled = (rows @ a_x.transpose(1, 2)).reshape(n, aligned_height, channels,
-                                                      aligned_width)
-        output[positions] = (pooled.permute(0, 2, 1, 3)
-                             / count.to(input.dtype)[:, None, None, None])
+        pooled = (rows.reshape(n, out_h * channels, width) @ a_x.transpose(1, 2))
+        output[positions] = (pooled.reshape(n, out_h, channels, out_w).permute(0, 2, 1, 3)
+                             / count[:, None, None, None])
 
 
 def roi_align_backward(grad_output: Tensor, rois: Tensor, argmax_y: Tensor,
-                       argmax_x: Tensor, grad_input: Tensor, aligned_height: int,
-                       aligned_width: int, spatial_scale: float, sampling_ratio: int,
-                       pool_mode: int, aligned: bool) -> None:
+                       argmax_x: Tensor, grad_input: Tensor, **options) -> None:
     """mmcv's ``roi_align_backward``: the gradient of :func:`roi_align_forward` with
     respect to its input, added into ``grad_input`` (B, C, H, W)."""
-    _check_avg(pool_mode)
     channels, height, width = grad_input.shape[1:]
-    for b, positions in _roi_groups(rois):
-        a_y, a_x, count = _roi_matrices(rois[positions], aligned_height, aligned_width,
-                                        spatial_scale, sampling_ratio, aligned,
-                                        height, width)
-        a_y, a_x = a_y.to(grad_input.dtype), a_x.to(grad_input.dtype)
+    out_h, out_w = options['aligned_height'], options['aligned_width']
+    for b, positions, a_y, a_x, count in _roi_steps(rois, options, height, width,
+                                                    grad_input.dtype):
         n = len(positions)
-        grad = grad_output[positions] / count.to(grad_input.dtype)[:, None, None, None]
-        cols = (grad.reshape(n, channels * aligned_height, aligned_width)
-                @ a_x).reshape(n, channels, aligned_height, width)
-        cols = cols.permute(0, 2, 1, 3).reshape(n * aligned_height, channels * width)
-        image = a_y.reshape(n * aligned_height, height).t() @ cols
+        grad = grad_output[positions] / count[:, None, None, None]
+        cols = (grad.reshape(n, channels * out_h, out_w) @ a_x).reshape(
+            n, channels, out_h, width)
+        cols = cols.permute(0, 2, 1, 3).reshape(n * out_h, channels * width)
+        image = a_y.reshape(n * out_h, height).t() @ cols
         grad_input[b] += image.reshape(height, channels, width).permute(1, 0, 2)
 
 

@@ -20,7 +20,8 @@ the best Lee & Liu criterion on the validation split (recall^2 / detections per 
 then trains once more at that training's priors with the provisional detector's
 confident detections on the training split added as pseudo-labels (self-training;
 ``--pseudo-labels-from chosen``: the chosen detector's; ``fused``: the first trainings'
-fused into one detector; ``--no-self-train`` leaves it out;
+fused into one detector; where that source scores no unlabeled cell at its cut, the
+chosen detector's; ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
@@ -82,8 +83,10 @@ def parse_args(argv=None):
                         default='provisional',
                         help="whose confident detections the self-training round learns: "
                         "the provisional detector's (default), those of the criterion's "
-                        'choice, or those of the first trainings fused into one detector; '
-                        'the round trains at the chosen priors either way')
+                        'choice, or those of the first trainings fused into one detector '
+                        "(where that source scores no unlabeled cell at its cut, the "
+                        "criterion's choice's); the round trains at the chosen priors "
+                        'either way')
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='distilled',
                         help='what the fit returns after self-training: one detector '

@@ -30,7 +30,9 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    the chosen detector's; ``'fused'``: those of the first trainings fused into one
    detector, ``fused_first/``, their votes in proportion to their criterion) are added
    to the training labels as pseudo-labels
-   (``pseudo_labels.json``), and the config is trained once more at the
+   (``pseudo_labels.json``; where that source scores no unlabeled cell at its cut, the
+   chosen detector's, ``pseudo_labels_<name>.json``,
+   :func:`~.self_training.round_pseudo_labels`), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
    up to the threshold are ignored regions of the round; ``self_train_init='chosen'``:
@@ -79,7 +81,7 @@ from .pseudo_labels import ignore_options
 from .reports import save_figure, write_json
 from .runs import Run, run_all
 from .self_training import (FUSED_SOURCE, check_self_training, pseudo_label_source,
-                            self_training_run)
+                            round_pseudo_labels, self_training_run)
 
 
 #: The keys of ``fit_prior.json`` that report the self-training round's choices, and the
@@ -142,17 +144,23 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
         echo('no assigner of this config can ignore samples (mmdet\'s '
              'ignore_iof_thr): the round learns the uncertain detections as '
              'unlabeled as before')
-    source = pseudo_label_source(rows, chosen, round_.pseudo_labels_from, trained,
-                                 work_dir, echo)
+    configured = pseudo_label_source(rows, chosen, round_.pseudo_labels_from, trained,
+                                     work_dir, echo)
+    sources = [configured, *([chosen] if configured['name'] != chosen['name'] else [])]
+    options = trained[chosen['name']].options
+    uncertain_thr = round_.uncertain_score if ignoring else None
+    source, pseudo = round_pseudo_labels(config, work_dir, options, sources,
+                                         uncertain_thr, echo)
     init_from = chosen['checkpoint'] if round_.init == 'chosen' else None
-    run = self_training_run(config, work_dir, trained[chosen['name']].options, source,
-                            echo, round_.loss, round_.uncertain_score, ignoring, init_from)
+    run = self_training_run(config, work_dir, options, pseudo, round_.loss,
+                            uncertain_thr, ignoring, init_from)
     echo(f'training {len(rows) + 1}: self-training on the pseudo-labels of '
          f'{source["name"]} at the priors of {chosen["name"]}')
     run_all([run], jobs=1, echo=echo)
     trained[run.name] = run
-    rows.append(training_row(len(rows), run, dict(chosen['priors'])))
-    made = {FUSED_SOURCE: source} if source['name'] == FUSED_SOURCE else {}
+    rows.append(dict(training_row(len(rows), run, dict(chosen['priors'])),
+                     pseudo_labels_of=source['name']))
+    made = {FUSED_SOURCE: configured} if configured['name'] == FUSED_SOURCE else {}
     learned = f'the pseudo-labels of {source["name"]} at the priors of {chosen["name"]}'
     chosen, reason = returned_detector(work_dir, trainings, round_.final, learned, made,
                                        ignoring, echo)

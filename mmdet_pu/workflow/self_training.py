@@ -17,6 +17,8 @@ from .runs import Run
 
 #: The folder of the first trainings' fusion when the round learns its detections.
 FUSED_SOURCE = 'fused_first'
+#: The file of the round's pseudo-labels from its configured source.
+PSEUDO_LABELS = 'pseudo_labels.json'
 
 
 def check_self_training(cfg: Config, config: str) -> None:
@@ -93,28 +95,56 @@ def write_source_labels(config: str, pseudo: str, options: Sequence[str], source
          f'{score_thr:g}, {source["name"]}){band}')
 
 
-def self_training_run(config: str, work_dir: str, options: Sequence[str], source: dict,
-                      echo: Callable[[str], None], loss: str = 'pu',
-                      uncertain_score: Optional[float] = None,
+def pseudo_label_file(work_dir: str, index: int, source: dict) -> str:
+    """The absolute path of the pseudo-label file of the round's ``index``-th candidate
+    source (:func:`round_pseudo_labels`): ``pseudo_labels.json`` for the first,
+    ``pseudo_labels_<name>.json`` for a fallback."""
+    name = PSEUDO_LABELS if index == 0 else f'pseudo_labels_{source["name"]}.json'
+    return osp.abspath(osp.join(work_dir, name))
+
+
+def round_pseudo_labels(config: str, work_dir: str, options: Sequence[str],
+                        sources: Sequence[dict], uncertain_thr: Optional[float],
+                        echo: Callable[[str], None]):
+    """``(source, file)``: the first of ``sources`` (rows of the fit: the configured
+    source, then the criterion's choice) whose detections on the training split give
+    at least one pseudo-label at its :func:`round_cut`, and the file holding them
+    (:func:`pseudo_label_file`, written when absent; a stale one is an error,
+    :func:`check_pseudo_source`). A source that scores no unlabeled cell at its cut
+    would have the round train again as the chosen training did (the same priors and
+    seed: a duplicate with half the fused vote); the next source is asked instead
+    (docs/method.md#self-training). When none gives one, the last is returned with a
+    warning."""
+    for index, source in enumerate(sources):
+        pseudo, cut = pseudo_label_file(work_dir, index, source), round_cut(source)
+        check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr, score_thr=cut)
+        if not osp.isfile(pseudo):
+            write_source_labels(config, pseudo, options, source, uncertain_thr, echo, cut)
+        with open(pseudo) as f:
+            found = json.load(f)['pseudo']
+        if found:
+            return source, pseudo
+        if index + 1 < len(sources):
+            echo(f'{source["name"]} scores no unlabeled training cell at {cut:g}: the '
+                 f'round learns the detections of {sources[index + 1]["name"]} instead')
+    echo(f'warning: no source scores an unlabeled training cell at its cut; the round '
+         f'learns no pseudo-label and trains as {sources[-1]["name"]} did')
+    return source, pseudo
+
+
+def self_training_run(config: str, work_dir: str, options: Sequence[str], pseudo: str,
+                      loss: str = 'pu', uncertain_thr: Optional[float] = None,
                       ignoring: Sequence[str] = (),
                       init_from: Optional[str] = None) -> Run:
-    """The training on the labels plus the pseudo-labels of the training ``source`` (a
-    row of the fit; one with a ``config``, the fusion of the first trainings, detects
-    with that config alone), the file written first if absent, with ``options`` (the
-    options of the training whose priors the round takes); with ``loss='own'`` the
-    config with the detector's own classification losses
-    (:mod:`.own_loss`, written as ``self_trained_config.py``) and without the options
-    inside them (the priors). With ``uncertain_score`` and ``ignoring`` (the config's
-    :func:`~.pseudo_labels.ignore_options`) the detections from ``uncertain_score`` up to
-    the pseudo-labels' threshold are ignored regions of the round. ``init_from``: a
-    checkpoint the round starts from (``load_from``) instead of the config's
-    initialisation."""
-    pseudo = osp.abspath(osp.join(work_dir, 'pseudo_labels.json'))
-    uncertain_thr = uncertain_score if ignoring else None
-    cut = round_cut(source)
-    check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr, score_thr=cut)
-    if not osp.isfile(pseudo):
-        write_source_labels(config, pseudo, options, source, uncertain_thr, echo, cut)
+    """The training on the labels plus the pseudo-labels in the file ``pseudo``
+    (:func:`round_pseudo_labels`) with ``options`` (the options of the training whose
+    priors the round takes); with ``loss='own'`` the config with the detector's own
+    classification losses (:mod:`.own_loss`, written as ``self_trained_config.py``) and
+    without the options inside them (the priors). With ``uncertain_thr`` (the file's
+    lowest uncertain score) and ``ignoring`` (the config's
+    :func:`~.pseudo_labels.ignore_options`) the file's uncertain detections are ignored
+    regions of the round. ``init_from``: a checkpoint the round starts from
+    (``load_from``) instead of the config's initialisation."""
     if loss == 'own':
         own_config = osp.join(work_dir, 'self_trained_config.py')
         replaced = write_own_loss_config(config, own_config)

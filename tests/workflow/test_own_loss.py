@@ -117,9 +117,8 @@ def test_the_self_training_run_trains_the_own_loss_config(tmp_path):
                                       score_thr=0.5, checkpoint='fit/x2/iter_300.pth')))
     chosen_options = ['model.roi_head.bbox_head.loss_cls.prior=0.2',
                       'model.rpn_head.loss_cls.prior=0.01', 'randomness.seed=0']
-    chosen = dict(name='x2', checkpoint='fit/x2/iter_300.pth', val_score_thr_point=0.4)
-    run = self_training_run(config, str(work), chosen_options, chosen,
-                            echo=lambda msg: None, loss='own')
+    run = self_training_run(config, str(work), chosen_options, str(pseudo.resolve()),
+                            loss='own')
     assert run.config == osp.join(str(work), 'self_trained_config.py')
     assert run.options == ['randomness.seed=0',
                            f'train_dataloader.dataset.pseudo_labels={pseudo.resolve()}']

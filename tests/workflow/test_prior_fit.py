@@ -18,7 +18,7 @@ from mmdet_pu.workflow.fit_options import (SELF_TRAIN_MIN_SCORE, SELF_TRAIN_UNCE
 from mmdet_pu.workflow.fit_report import format_summary, link_checkpoint
 from mmdet_pu.workflow.prior_fit import fit_prior
 from mmdet_pu.workflow.self_training import (check_pseudo_source, check_self_training,
-                                             self_training_run)
+                                             round_pseudo_labels, self_training_run)
 from cellio.qupath import read_geojson
 from tests._cli import run_script
 from tests._data import REPO, make_tiny_coco, pu_model_extra, write_tiny_config
@@ -353,67 +353,116 @@ def check_the_distilled_detector_is_returned(summary, work, tmp_path):
 
 def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_path):
     """The round's options: the pseudo-label file, the ignore options of the config's
-    assigners, and with ``init='chosen'`` the source detector's weights."""
+    assigners, and with ``init_from`` the source detector's weights; a file written
+    with another band or cut is refused."""
     pseudo = tmp_path / 'pseudo_labels.json'
     source = str(tmp_path / 'x2' / 'iter_300.pth')
     pseudo.write_text(json.dumps(dict(images={}, uncertain={}, checkpoint=source,
-                                      uncertain_thr=0.1, score_thr=0.6)))
+                                      uncertain_thr=0.1, score_thr=0.6, pseudo=3)))
     ignoring = ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5']
     chosen = dict(name='x2', checkpoint=source, val_score_thr_point=0.6)
-    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], chosen,
-                            echo=lambda msg: None, uncertain_score=0.1,
-                            ignoring=ignoring, init_from=source)
+    found = round_pseudo_labels('pu.py', str(tmp_path), [], [chosen], 0.1, print)
+    assert found == (chosen, str(pseudo))
+    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], str(pseudo),
+                            uncertain_thr=0.1, ignoring=ignoring, init_from=source)
     assert run.options == ['randomness.seed=0',
                            f'train_dataloader.dataset.pseudo_labels={pseudo}',
                            *ignoring, f'load_from={source}']
     # no assigner that can ignore: no band asked of the file, nothing ignored
     with pytest.raises(ValueError, match='uncertain detections from score 0.1, this fit '
                                          'asks for None'):
-        self_training_run('pu.py', str(tmp_path), [], chosen, echo=lambda msg: None,
-                          uncertain_score=0.1, ignoring=[])
+        round_pseudo_labels('pu.py', str(tmp_path), [], [chosen], None, print)
+    assert self_training_run('pu.py', str(tmp_path), [], str(pseudo),
+                             ignoring=ignoring).options == [
+        f'train_dataloader.dataset.pseudo_labels={pseudo}']
     # the source's point estimate moved (another validation): the file's cut is stale
     with pytest.raises(ValueError, match='holds the detections scoring at least 0.6, '
                                          'this fit cuts its pseudo-labels at 0.7'):
-        self_training_run('pu.py', str(tmp_path), [], dict(chosen, val_score_thr_point=0.7),
-                          echo=lambda msg: None, uncertain_score=0.1, ignoring=ignoring)
+        round_pseudo_labels('pu.py', str(tmp_path), [],
+                            [dict(chosen, val_score_thr_point=0.7)], 0.1, print)
+
+
+def fake_pseudo_labels(monkeypatch, found_by_checkpoint):
+    """Replace the detection of pseudo-labels by a writer of files holding
+    ``found_by_checkpoint[checkpoint]`` pseudo-labels; returns the calls' arguments."""
+    calls = []
+
+    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
+        calls.append(dict(config=config, checkpoint=checkpoint, path=path,
+                          options=options, score_thr=score_thr))
+        found = dict(pseudo=found_by_checkpoint[checkpoint], labeled=4, num_images=2,
+                     num_uncertain=0, checkpoint=checkpoint, score_thr=score_thr,
+                     uncertain_thr=uncertain_thr)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            json.dump(dict(found, images={}), f)
+        return found
+
+    monkeypatch.setattr(self_training, 'write_pseudo_labels', write)
+    return calls
 
 
 def test_the_pseudo_labels_are_cut_at_the_point_estimates_threshold(tmp_path, monkeypatch):
     """The round's pseudo-labels keep the cut the workflow was measured with: the
     threshold of Lee & Liu's point estimate (not the lower bound the tests use), never
     below 0.5."""
-    cuts = []
-
-    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
-        cuts.append(score_thr)
-        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
-
-    monkeypatch.setattr(self_training, 'write_pseudo_labels', write)
+    checkpoint = str(tmp_path / 'iter_2.pth')
+    calls = fake_pseudo_labels(monkeypatch, {checkpoint: 5})
     for point, cut in ((0.7, 0.7), (0.3, SELF_TRAIN_MIN_SCORE), (None, 0.5)):
-        source = dict(name='provisional', checkpoint=str(tmp_path / 'iter_2.pth'),
-                      val_score_thr=0.4, val_score_thr_point=point)
-        self_training_run('pu.py', str(tmp_path / str(point)), [], source,
-                          echo=lambda msg: None)
-        assert cuts[-1] == cut
+        source = dict(name='provisional', checkpoint=checkpoint, val_score_thr=0.4,
+                      val_score_thr_point=point)
+        round_pseudo_labels('pu.py', str(tmp_path / str(point)), [], [source], None,
+                            print)
+        assert calls[-1]['score_thr'] == cut
+
+
+def test_a_source_without_pseudo_labels_hands_the_round_to_the_chosen(tmp_path,
+                                                                      monkeypatch):
+    """A source that scores no unlabeled cell at its cut would have the round train
+    again as the chosen training did; the chosen's detections are learned instead, in
+    their own file, and a resumed fit finds both files and writes nothing."""
+    provisional = dict(name='provisional', checkpoint=str(tmp_path / 'p.pth'),
+                       val_score_thr_point=0.2)
+    chosen = dict(name='x2', checkpoint=str(tmp_path / 'x2.pth'), val_score_thr_point=0.6)
+    calls = fake_pseudo_labels(monkeypatch, {provisional['checkpoint']: 0,
+                                             chosen['checkpoint']: 7})
+    said = []
+    for _ in range(2):
+        found = round_pseudo_labels('pu.py', str(tmp_path), ['o=1'],
+                                    [provisional, chosen], None, said.append)
+        assert found == (chosen, str(tmp_path / 'pseudo_labels_x2.json'))
+    assert [(c['checkpoint'], c['path'], c['score_thr']) for c in calls] == [
+        (provisional['checkpoint'], str(tmp_path / 'pseudo_labels.json'), 0.5),
+        (chosen['checkpoint'], str(tmp_path / 'pseudo_labels_x2.json'), 0.6)]
+    assert said.count('provisional scores no unlabeled training cell at 0.5: the round '
+                      'learns the detections of x2 instead') == 2
+    # a source with pseudo-labels is kept; the chosen's file is never written
+    calls.clear()
+    other = tmp_path / 'other'
+    assert round_pseudo_labels('pu.py', str(other), [], [chosen, provisional], None,
+                               print) == (chosen, str(other / 'pseudo_labels.json'))
+    assert len(calls) == 1
+    # no source with any: the last one, and a warning
+    said.clear()
+    none = tmp_path / 'none'
+    assert round_pseudo_labels('pu.py', str(none), [], [provisional], None,
+                               said.append)[0] is provisional
+    assert said[-1].startswith('warning: no source scores an unlabeled training cell')
 
 
 def test_a_fused_source_writes_its_pseudo_labels_with_its_own_config(tmp_path,
                                                                      monkeypatch):
     """The first trainings' fusion has its own config (its members' options merged):
     the pseudo-labels are detected with it alone, the round trains with the options."""
-    calls = []
-
-    def write(config, checkpoint, path, options, score_thr, uncertain_thr):
-        calls.append((config, checkpoint, options))
-        return dict(pseudo=0, labeled=0, num_images=0, num_uncertain=0)
-
-    monkeypatch.setattr(self_training, 'write_pseudo_labels', write)
     fused = str(tmp_path / 'fused_first' / 'fused_first_config.py')
     source = dict(name='fused_first', checkpoint=str(tmp_path / 'fused_first' / 'fused.pth'),
                   val_score_thr_point=0.6, config=fused)
-    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], source,
-                            echo=lambda msg: None)
-    assert calls == [(fused, source['checkpoint'], [])]
+    calls = fake_pseudo_labels(monkeypatch, {source['checkpoint']: 3})
+    _, pseudo = round_pseudo_labels('pu.py', str(tmp_path), ['randomness.seed=0'],
+                                    [source], None, print)
+    assert [(c['config'], c['checkpoint'], c['options']) for c in calls] == [
+        (fused, source['checkpoint'], [])]
+    run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], pseudo)
     assert run.config == 'pu.py' and run.options[0] == 'randomness.seed=0'
 
 

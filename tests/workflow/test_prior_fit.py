@@ -248,7 +248,12 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
         criterion_shares(again['trainings'][:3]))
     pseudo = json.loads((work / 'pseudo_labels.json').read_text())
     assert pseudo['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
-    assert 'learned the pseudo-labels of fused_first at the priors of' in again['reason']
+    # two iterations score no cell at the cut: the round asks the chosen training next
+    assert pseudo['pseudo'] == 0
+    chosen = json.loads((work / 'pseudo_labels_provisional.json').read_text())
+    assert chosen['checkpoint'] == again['trainings'][0]['checkpoint']
+    assert again['trainings'][-1]['pseudo_labels_of'] == 'provisional'
+    assert 'learned the pseudo-labels of provisional at the priors of' in again['reason']
     assert again['pseudo_labels_from'] == 'fused'
     reported = json.loads((work / 'fit_prior.json').read_text())['fused_source']
     assert reported['name'] == 'fused_first' and reported['test']['ap'] is not None

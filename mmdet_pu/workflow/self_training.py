@@ -34,8 +34,9 @@ def check_self_training(cfg: Config, config: str) -> None:
 def check_pseudo_source(pseudo: str, checkpoint: str,
                         uncertain_thr: Optional[float] = None,
                         learner: str = 'self_trained',
-                        score_thr: Optional[float] = None) -> None:
-    """ValueError if the pseudo-label file ``pseudo`` exists and holds the detections of
+                        score_thr: Optional[float] = None) -> Optional[dict]:
+    """The content of the pseudo-label file ``pseudo`` (None when absent), once checked:
+    ValueError if it exists and holds the detections of
     another checkpoint than ``checkpoint``, of ``checkpoint`` as it was before it changed
     (its size or modification time differ from those the file records: its source was
     trained or fused again at the same path), another lowest uncertain score than
@@ -43,7 +44,7 @@ def check_pseudo_source(pseudo: str, checkpoint: str,
     other choices, or by a version of the workflow that cut elsewhere). The message says
     to remove the file and the folder ``learner`` of the training that learned it."""
     if not osp.isfile(pseudo):
-        return
+        return None
     with open(pseudo) as f:
         content = json.load(f)
     source, stamp = content.get('checkpoint'), content.get('checkpoint_stamp')
@@ -65,6 +66,7 @@ def check_pseudo_source(pseudo: str, checkpoint: str,
         raise ValueError(f'{pseudo} holds the detections scoring at least '
                          f'{content.get("score_thr")}, this fit cuts its pseudo-labels at '
                          f'{score_thr:g}; {remedy}')
+    return content
 
 
 def round_cut(source: dict) -> float:
@@ -78,11 +80,12 @@ def round_cut(source: dict) -> float:
 
 def write_source_labels(config: str, pseudo: str, options: Sequence[str], source: dict,
                         uncertain_thr: Optional[float], echo: Callable[[str], None],
-                        score_thr: float) -> None:
+                        score_thr: float) -> dict:
     """The detections of ``source`` (a row of the fit) scoring at least ``score_thr`` as
-    the pseudo-label file ``pseudo``; a source with a ``config`` (a fusion's, written
-    with its options merged) detects with that config alone, the others with ``config``
-    and ``options``."""
+    the pseudo-label file ``pseudo``, whose summary it returns
+    (:func:`~.pseudo_labels.write_pseudo_labels`); a source with a ``config`` (a
+    fusion's, written with its options merged) detects with that config alone, the
+    others with ``config`` and ``options``."""
     own_config = source.get('config')
     found = write_pseudo_labels(own_config or config, source['checkpoint'], pseudo,
                                 [] if own_config else options, score_thr=score_thr,
@@ -93,6 +96,7 @@ def write_source_labels(config: str, pseudo: str, options: Sequence[str], source
     echo(f'pseudo-labels: {found["pseudo"]} cells beside the {found["labeled"]} '
          f'labeled ones on {found["num_images"]} training images (score >= '
          f'{score_thr:g}, {source["name"]}){band}')
+    return found
 
 
 def pseudo_label_file(work_dir: str, index: int, source: dict) -> str:
@@ -117,12 +121,11 @@ def round_pseudo_labels(config: str, work_dir: str, options: Sequence[str],
     warning."""
     for index, source in enumerate(sources):
         pseudo, cut = pseudo_label_file(work_dir, index, source), round_cut(source)
-        check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr, score_thr=cut)
-        if not osp.isfile(pseudo):
-            write_source_labels(config, pseudo, options, source, uncertain_thr, echo, cut)
-        with open(pseudo) as f:
-            found = json.load(f)['pseudo']
-        if found:
+        found = (check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr,
+                                     score_thr=cut)
+                 or write_source_labels(config, pseudo, options, source, uncertain_thr,
+                                        echo, cut))
+        if found['pseudo']:
             return source, pseudo
         if index + 1 < len(sources):
             echo(f'{source["name"]} scores no unlabeled training cell at {cut:g}: the '

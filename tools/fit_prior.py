@@ -7,7 +7,7 @@ Usage::
         [--no-self-train | --self-train-loss {pu,own}
          --final {self-trained,criterion,fused,distilled}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
-        [--pseudo-labels-from {provisional,chosen,fused}]
+        [--pseudo-labels-from {more,provisional,chosen,fused}]
         [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
@@ -17,11 +17,12 @@ cells from it on the training split (``tools/estimate_prior.py``; every stage of
 Faster R-CNN, Cascade R-CNN or dense config), trains once more per
 ``--factors`` value at the estimates scaled by it (in odds), and keeps the training with
 the best Lee & Liu criterion on the validation split (recall^2 / detections per image);
-then trains once more at that training's priors with the provisional detector's
-confident detections on the training split added as pseudo-labels (self-training;
-``--pseudo-labels-from chosen``: the chosen detector's; ``fused``: the first trainings'
-fused into one detector; where that source scores no unlabeled cell at its cut, the
-chosen detector's; ``--no-self-train`` leaves it out;
+then trains once more at that training's priors with confident detections on the
+training split added as pseudo-labels (self-training): those of whichever of the
+provisional detector and the chosen one gives more of them, each cut at its own
+validation threshold (``--pseudo-labels-from provisional``, ``chosen``: that one's;
+``fused``: the first trainings' fused into one detector; where that source scores no
+unlabeled cell at its cut, the chosen detector's); ``--no-self-train`` leaves it out;
 ``--self-train-loss own`` trains that round with the detector's own classification
 losses instead of the PU ones; ``--uncertain-score`` ignores in that round the
 detections scored from it up to the pseudo-labels' threshold, learned neither as cells
@@ -80,13 +81,14 @@ def parse_args(argv=None):
                         "initialisation (default) or the weights of the criterion's "
                         'choice, whose priors it trains at')
     parser.add_argument('--pseudo-labels-from', choices=PSEUDO_LABEL_SOURCES,
-                        default='provisional',
+                        default='more',
                         help="whose confident detections the self-training round learns: "
-                        "the provisional detector's (default), those of the criterion's "
-                        'choice, or those of the first trainings fused into one detector '
-                        "(where that source scores no unlabeled cell at its cut, the "
-                        "criterion's choice's); the round trains at the chosen priors "
-                        'either way')
+                        "those of whichever of the provisional detector and the "
+                        "criterion's choice gives more pseudo-labels at its own cut "
+                        "(default), the provisional's, the criterion's choice's, or "
+                        'those of the first trainings fused into one detector (where '
+                        "that source scores no unlabeled cell at its cut, the criterion's "
+                        "choice's); the round trains at the chosen priors either way")
     parser.add_argument('--final', choices=[c.replace('_', '-') for c in FINAL_CHOICES],
                         default='distilled',
                         help='what the fit returns after self-training: one detector '

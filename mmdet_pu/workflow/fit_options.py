@@ -20,11 +20,12 @@ SELF_TRAIN_UNCERTAIN_SCORE = 0.1
 #: Where the self-training round starts: the config's initialisation, or the weights of
 #: the criterion's choice, whose priors it trains at (fine-tuning it).
 SELF_TRAIN_INITS = ('scratch', 'chosen')
-#: Whose detections become the self-training round's pseudo-labels: the provisional
-#: detector's (the config's priors), those of the criterion's choice, or those of the
-#: first trainings fused (``fused_first/``). The round trains at the chosen priors
-#: either way.
-PSEUDO_LABEL_SOURCES = ('provisional', 'chosen', 'fused')
+#: Whose detections become the self-training round's pseudo-labels: those of whichever
+#: of the provisional detector (the config's priors) and the criterion's choice gives
+#: more pseudo-labels at its cut (``'more'``), the provisional's, those of the
+#: criterion's choice, or those of the first trainings fused (``fused_first/``). The
+#: round trains at the chosen priors either way.
+PSEUDO_LABEL_SOURCES = ('more', 'provisional', 'chosen', 'fused')
 #: What a fit that self-trains returns: the self-trained detector, the training with the
 #: best criterion among all of them, all of them as one detector whose detections are
 #: fused (:mod:`.fused_ensemble`), or one detector distilled from that fused one
@@ -44,7 +45,7 @@ class SelfTraining(NamedTuple):
     final: str = 'distilled'
     uncertain_score: Optional[float] = None
     init: str = 'scratch'
-    pseudo_labels_from: str = 'provisional'
+    pseudo_labels_from: str = 'more'
 
 
 def _check_choice(name: str, value, choices: Sequence[str]) -> None:

@@ -23,15 +23,15 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    (:func:`mmdet_pu.prior.selection.choose_by_pu_criterion`), which needs only the
    labeled cells and sees the false positives of a bold prior as well as the misses of a
    timid one;
-5. ``self_trained/`` (unless ``self_train=False``): the provisional detector's confident
-   detections on the training split (score at least the threshold Lee & Liu's point
-   estimate selected on its validation, never below 0.5,
-   :mod:`.pseudo_labels`; ``pseudo_labels_from='chosen'``:
-   the chosen detector's; ``'fused'``: those of the first trainings fused into one
-   detector, ``fused_first/``, their votes in proportion to their criterion) are added
-   to the training labels as pseudo-labels
-   (``pseudo_labels.json``; where that source scores no unlabeled cell at its cut, the
-   chosen detector's, ``pseudo_labels_<name>.json``,
+5. ``self_trained/`` (unless ``self_train=False``): confident detections on the
+   training split (score at least the threshold Lee & Liu's point estimate selected on
+   their detector's validation, never below 0.5, :mod:`.pseudo_labels`) are added to
+   the training labels as pseudo-labels: those of whichever of the provisional detector
+   (``pseudo_labels.json``) and the chosen one (``pseudo_labels_<name>.json``) gives
+   more (``pseudo_labels_from='more'``; ``'provisional'``, ``'chosen'``: that one's;
+   ``'fused'``: those of the first trainings fused into one detector, ``fused_first/``,
+   their votes in proportion to their criterion; where that source scores no unlabeled
+   cell at its cut, the chosen detector's;
    :func:`~.self_training.round_pseudo_labels`), and the config is trained once more at the
    chosen priors (``self_train_loss='own'``: with the detector's own classification
    losses instead, :mod:`.own_loss`; ``uncertain_score``: the detections from that score
@@ -149,8 +149,9 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
     sources = [configured, *([chosen] if configured['name'] != chosen['name'] else [])]
     options = trained[chosen['name']].options
     uncertain_thr = round_.uncertain_score if ignoring else None
-    source, pseudo = round_pseudo_labels(config, work_dir, options, sources,
-                                         uncertain_thr, echo)
+    source, pseudo, counts = round_pseudo_labels(
+        config, work_dir, options, sources, uncertain_thr, echo,
+        more=round_.pseudo_labels_from == 'more')
     init_from = chosen['checkpoint'] if round_.init == 'chosen' else None
     run = self_training_run(config, work_dir, options, pseudo, round_.loss,
                             uncertain_thr, ignoring, init_from)
@@ -159,7 +160,7 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
     run_all([run], jobs=1, echo=echo)
     trained[run.name] = run
     rows.append(dict(training_row(len(rows), run, dict(chosen['priors'])),
-                     pseudo_labels_of=source['name']))
+                     pseudo_labels_of=source['name'], pseudo_labels=counts))
     made = {FUSED_SOURCE: configured} if configured['name'] == FUSED_SOURCE else {}
     learned = f'the pseudo-labels of {source["name"]} at the priors of {chosen["name"]}'
     chosen, reason = returned_detector(work_dir, trainings, round_.final, learned, made,
@@ -248,7 +249,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
               box_fit: bool = True,
               uncertain_score: Optional[float] = None,
               self_train_init: str = 'scratch',
-              pseudo_labels_from: str = 'provisional') -> dict:
+              pseudo_labels_from: str = 'more') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     ``box_fit``: every training of a Faster R-CNN or Cascade R-CNN config learns

@@ -109,30 +109,45 @@ def pseudo_label_file(work_dir: str, index: int, source: dict) -> str:
 
 def round_pseudo_labels(config: str, work_dir: str, options: Sequence[str],
                         sources: Sequence[dict], uncertain_thr: Optional[float],
-                        echo: Callable[[str], None]):
-    """``(source, file)``: the first of ``sources`` (rows of the fit: the configured
-    source, then the criterion's choice) whose detections on the training split give
-    at least one pseudo-label at its :func:`round_cut`, and the file holding them
-    (:func:`pseudo_label_file`, written when absent; a stale one is an error,
-    :func:`check_pseudo_source`). A source that scores no unlabeled cell at its cut
-    would have the round train again as the chosen training did (the same priors and
-    seed: a duplicate with half the fused vote); the next source is asked instead
-    (docs/method.md#self-training). When none gives one, the last is returned with a
-    warning."""
+                        echo: Callable[[str], None], more: bool = False):
+    """``(source, file, counts)``: the source whose pseudo-labels the round learns, the
+    file holding them and the number each source asked gave (by name). ``sources`` are
+    rows of the fit (the configured source, then the criterion's choice), each cut at
+    its :func:`round_cut`, its file :func:`pseudo_label_file` (written when absent; a
+    stale one is an error, :func:`check_pseudo_source`).
+
+    With ``more``, every source is asked and the one giving the most pseudo-labels is
+    learned (the first on a tie): a source trained at bolder priors gives more of them
+    at its own cut, and the round that learns more ranks better
+    (docs/method.md#self-training). Otherwise the first source giving at least one is
+    learned: one that scores no unlabeled cell at its cut would have the round train
+    again as the chosen training did (the same priors and seed: a duplicate with half
+    the fused vote), so the next source is asked instead. When none gives one, the
+    last is returned with a warning."""
+    counts, files = {}, []
     for index, source in enumerate(sources):
         pseudo, cut = pseudo_label_file(work_dir, index, source), round_cut(source)
         found = (check_pseudo_source(pseudo, source['checkpoint'], uncertain_thr,
                                      score_thr=cut)
                  or write_source_labels(config, pseudo, options, source, uncertain_thr,
                                         echo, cut))
-        if found['pseudo']:
-            return source, pseudo
-        if index + 1 < len(sources):
+        counts[source['name']] = found['pseudo']
+        files.append(pseudo)
+        if found['pseudo'] and not more:
+            return source, pseudo, counts
+        if not found['pseudo'] and index + 1 < len(sources) and not more:
             echo(f'{source["name"]} scores no unlabeled training cell at {cut:g}: the '
                  f'round learns the detections of {sources[index + 1]["name"]} instead')
-    echo(f'warning: no source scores an unlabeled training cell at its cut; the round '
-         f'learns no pseudo-label and trains as {sources[-1]["name"]} did')
-    return source, pseudo
+    best = max(range(len(sources)), key=lambda i: (counts[sources[i]['name']], -i))
+    source = sources[best]
+    if not counts[source['name']]:
+        echo(f'warning: no source scores an unlabeled training cell at its cut; the '
+             f'round learns no pseudo-label and trains as {sources[-1]["name"]} did')
+        return sources[-1], files[-1], counts
+    if len(sources) > 1:
+        echo(f'the round learns the pseudo-labels of {source["name"]}, the most of '
+             + ', '.join(f'{name} {n}' for name, n in counts.items()))
+    return source, files[best], counts
 
 
 def self_training_run(config: str, work_dir: str, options: Sequence[str], pseudo: str,
@@ -162,12 +177,13 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], pseudo
 def pseudo_label_source(rows: List[dict], chosen: dict, pseudo_labels_from: str,
                         trained: Dict[str, Run], work_dir: str,
                         echo: Callable[[str], None]) -> dict:
-    """The row whose detections the round learns (``pseudo_labels_from``, one of
-    :data:`~.fit_options.PSEUDO_LABEL_SOURCES`): the provisional's, the chosen one's, or
-    that of the first trainings ``rows`` fused (:data:`FUSED_SOURCE`, their votes
-    :func:`~.fit_choice.criterion_shares`; evaluated like a training, and its ``config``
-    given)."""
-    if pseudo_labels_from == 'provisional':
+    """The row whose detections the round learns first (``pseudo_labels_from``, one of
+    :data:`~.fit_options.PSEUDO_LABEL_SOURCES`): the provisional's (also for ``'more'``,
+    which then compares them with the chosen one's, :func:`round_pseudo_labels`), the
+    chosen one's, or that of the first trainings ``rows`` fused (:data:`FUSED_SOURCE`,
+    their votes :func:`~.fit_choice.criterion_shares`; evaluated like a training, and
+    its ``config`` given)."""
+    if pseudo_labels_from in ('more', 'provisional'):
         return rows[0]
     if pseudo_labels_from == 'chosen':
         return chosen

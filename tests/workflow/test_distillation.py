@@ -165,12 +165,14 @@ def test_the_student_fine_tunes_the_round_on_the_fused_detections(fake_fit):
     assert own.rpn_head.loss_cls.use_sigmoid
     assert own.roi_head.bbox_head.loss_cls.type == 'CrossEntropyLoss'
     # the round's labels from the provisional (its point estimate, never below 0.5),
-    # the student's from the fused detector (its own config alone) at the threshold the
-    # fused detector's validation selected (0.35; its point estimate chose 0.7), the
-    # band from 0.1 ignored
-    round_labels, distill_labels = calls['pseudo']
+    # which ties with the chosen's in number; the student's from the fused detector
+    # (its own config alone) at the threshold the fused detector's validation selected
+    # (0.35; its point estimate chose 0.7), the band from 0.1 ignored
+    round_labels, chosen_labels, distill_labels = calls['pseudo']
     assert round_labels['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
     assert round_labels['score_thr'] == 0.6 and round_labels['options'] == chosen
+    assert chosen_labels['checkpoint'] == str(work / 'x2' / 'iter_2.pth')
+    assert chosen_labels['out'] == str(work / 'pseudo_labels_x2.json')
     assert distill_labels == dict(
         config=str(work / 'fused' / 'fused_config.py'),
         checkpoint=str(work / 'fused' / 'fused.pth'),
@@ -292,7 +294,8 @@ def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fak
     fit(final='distilled')
     fit(final='distilled')  # resumed: nothing trained or written again
     assert [run.name for run in calls['trained']][-1] == 'distilled'
-    assert len(calls['trained']) == 5 and len(calls['pseudo']) == 2
+    # the provisional's and the chosen's for the round, the fused one's for the student
+    assert len(calls['trained']) == 5 and len(calls['pseudo']) == 3
     with open(work / 'fused' / 'fused.pth', 'ab') as f:  # the fused detector made again
         f.write(b' again')
     labels = work / 'distill_labels.json'
@@ -305,4 +308,4 @@ def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fak
     labels.unlink()  # as the message says, and the student's folder
     shutil.rmtree(work / 'distilled')
     assert fit(final='distilled')['chosen'] == 'distilled'
-    assert len(calls['trained']) == 6 and len(calls['pseudo']) == 3
+    assert len(calls['trained']) == 6 and len(calls['pseudo']) == 4

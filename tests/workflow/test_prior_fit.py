@@ -155,9 +155,18 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert all(pseudo['score_thr'] <= s <= 1 for v in pseudo['scores'].values() for s in v)
     assert pseudo['uncertain_thr'] == band
     assert pseudo['num_uncertain'] == sum(map(len, pseudo['uncertain'].values()))
+    # the round learns whichever of the provisional and the chosen gives more
+    round_row = summary['trainings'][-1]
+    first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
+    counts = round_row['pseudo_labels']
+    assert list(counts) == list(dict.fromkeys(['provisional', first['name']]))
+    assert counts['provisional'] == pseudo['pseudo']
+    learned = round_row['pseudo_labels_of']
+    assert counts[learned] == max(counts.values())
+    learned_file = work / ('pseudo_labels.json' if learned == 'provisional'
+                           else f'pseudo_labels_{learned}.json')
     record = json.loads((work / 'self_trained' / 'run.json').read_text())
-    assert f'train_dataloader.dataset.pseudo_labels={work / "pseudo_labels.json"}' in \
-        json.dumps(record)
+    assert f'train_dataloader.dataset.pseudo_labels={learned_file}' in json.dumps(record)
     # the round ignores the uncertain detections: both assigners leave them out
     assert record['options'][-2:] == ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5',
                                       'model.train_cfg.rcnn.assigner.ignore_iof_thr=0.5']
@@ -168,11 +177,10 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
             scale_odds(shares['roi'][0], factor), abs=1e-4)
         assert state['rpn_head.loss_cls.prior'].item() == pytest.approx(
             scale_odds(shares['rpn'], factor), abs=1e-5)
-    # final='self_trained' returns the self-trained detector; it learned the
-    # provisional's detections at the priors of the best first training
+    # final='self_trained' returns the self-trained detector; it learned those
+    # detections at the priors of the best first training
     assert summary['chosen'] == 'self_trained' and summary['final'] == 'self_trained'
-    first = max(summary['trainings'][:3], key=lambda row: row['pu_criterion'])
-    assert (f'the pseudo-labels of provisional at the priors of {first["name"]}'
+    assert (f'the pseudo-labels of {learned} at the priors of {first["name"]}'
             in summary['reason'])
     assert pseudo['checkpoint'] == str(work / 'provisional' / 'iter_2.pth')
     assert summary['trainings'][-1]['priors'] == first['priors']
@@ -183,7 +191,7 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert written['chosen'] == summary['chosen'] and written['reason']
     assert written['chosen_config'] == config and written['self_train_loss'] == 'pu'
     assert written['uncertain_score'] == band and written['self_train_init'] == 'scratch'
-    assert written['pseudo_labels_from'] == 'provisional'
+    assert written['pseudo_labels_from'] == 'more'
     assert written['fused_source'] is None
     assert (work / 'fit_prior.png').read_bytes()[:4] == b'\x89PNG'
     print(format_summary(summary))  # renders
@@ -367,7 +375,7 @@ def test_the_round_ignores_the_uncertain_band_and_may_start_from_its_source(tmp_
     ignoring = ['model.train_cfg.rpn.assigner.ignore_iof_thr=0.5']
     chosen = dict(name='x2', checkpoint=source, val_score_thr_point=0.6)
     found = round_pseudo_labels('pu.py', str(tmp_path), [], [chosen], 0.1, print)
-    assert found == (chosen, str(pseudo))
+    assert found == (chosen, str(pseudo), {'x2': 3})
     run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], str(pseudo),
                             uncertain_thr=0.1, ignoring=ignoring, init_from=source)
     assert run.options == ['randomness.seed=0',
@@ -435,7 +443,8 @@ def test_a_source_without_pseudo_labels_hands_the_round_to_the_chosen(tmp_path,
     for _ in range(2):
         found = round_pseudo_labels('pu.py', str(tmp_path), ['o=1'],
                                     [provisional, chosen], None, said.append)
-        assert found == (chosen, str(tmp_path / 'pseudo_labels_x2.json'))
+        assert found == (chosen, str(tmp_path / 'pseudo_labels_x2.json'),
+                         {'provisional': 0, 'x2': 7})
     assert [(c['checkpoint'], c['path'], c['score_thr']) for c in calls] == [
         (provisional['checkpoint'], str(tmp_path / 'pseudo_labels.json'), 0.5),
         (chosen['checkpoint'], str(tmp_path / 'pseudo_labels_x2.json'), 0.6)]
@@ -445,7 +454,8 @@ def test_a_source_without_pseudo_labels_hands_the_round_to_the_chosen(tmp_path,
     calls.clear()
     other = tmp_path / 'other'
     assert round_pseudo_labels('pu.py', str(other), [], [chosen, provisional], None,
-                               print) == (chosen, str(other / 'pseudo_labels.json'))
+                               print) == (chosen, str(other / 'pseudo_labels.json'),
+                                          {'x2': 7})
     assert len(calls) == 1
     # no source with any: the last one, and a warning
     said.clear()
@@ -453,6 +463,40 @@ def test_a_source_without_pseudo_labels_hands_the_round_to_the_chosen(tmp_path,
     assert round_pseudo_labels('pu.py', str(none), [], [provisional], None,
                                said.append)[0] is provisional
     assert said[-1].startswith('warning: no source scores an unlabeled training cell')
+
+
+def test_the_round_learns_the_source_with_more_pseudo_labels(tmp_path, monkeypatch):
+    """``more``: both sources are asked, each at its own cut; the one with more
+    pseudo-labels is learned (the first on a tie), whichever comes first, and a resumed
+    fit decides the same way from the files without detecting again."""
+    provisional = dict(name='provisional', checkpoint=str(tmp_path / 'p.pth'),
+                       val_score_thr_point=0.7)
+    chosen = dict(name='x2', checkpoint=str(tmp_path / 'x2.pth'), val_score_thr_point=0.4)
+    for counts, learned in (((132, 4054), chosen), ((592, 276), provisional),
+                            ((5, 5), provisional)):
+        work = tmp_path / f'{counts[0]}_{counts[1]}'
+        calls = fake_pseudo_labels(monkeypatch, {provisional['checkpoint']: counts[0],
+                                                 chosen['checkpoint']: counts[1]})
+        said = []
+        for _ in range(2):
+            source, pseudo, found = round_pseudo_labels(
+                'pu.py', str(work), [], [provisional, chosen], None, said.append,
+                more=True)
+            assert source is learned and found == {'provisional': counts[0],
+                                                   'x2': counts[1]}
+            name = 'pseudo_labels.json' if learned is provisional else 'pseudo_labels_x2.json'
+            assert pseudo == str(work / name)
+        assert [(c['checkpoint'], c['score_thr']) for c in calls] == [
+            (provisional['checkpoint'], 0.7), (chosen['checkpoint'], 0.5)]
+        assert said[-1] == (f'the round learns the pseudo-labels of {learned["name"]}, '
+                            f'the most of provisional {counts[0]}, x2 {counts[1]}')
+    # neither has any: the warning, and the chosen's duplicate as before
+    fake_pseudo_labels(monkeypatch, {provisional['checkpoint']: 0, chosen['checkpoint']: 0})
+    said = []
+    source, pseudo, _ = round_pseudo_labels('pu.py', str(tmp_path / 'none'), [],
+                                            [provisional, chosen], None, said.append,
+                                            more=True)
+    assert source is chosen and said[-1].startswith('warning: no source scores')
 
 
 def test_a_fused_source_writes_its_pseudo_labels_with_its_own_config(tmp_path,
@@ -463,8 +507,8 @@ def test_a_fused_source_writes_its_pseudo_labels_with_its_own_config(tmp_path,
     source = dict(name='fused_first', checkpoint=str(tmp_path / 'fused_first' / 'fused.pth'),
                   val_score_thr_point=0.6, config=fused)
     calls = fake_pseudo_labels(monkeypatch, {source['checkpoint']: 3})
-    _, pseudo = round_pseudo_labels('pu.py', str(tmp_path), ['randomness.seed=0'],
-                                    [source], None, print)
+    _, pseudo, _ = round_pseudo_labels('pu.py', str(tmp_path), ['randomness.seed=0'],
+                                       [source], None, print)
     assert [(c['config'], c['checkpoint'], c['options']) for c in calls] == [
         (fused, source['checkpoint'], [])]
     run = self_training_run('pu.py', str(tmp_path), ['randomness.seed=0'], pseudo)

@@ -100,9 +100,12 @@ class CellDetMetric(BaseMetric):
     ``cell/<c>/{tp,fp,fn}``, ``cell/<c>/fp_{duplicate,class,box,background}`` (the
     false positives at ``score_thr`` by kind, :func:`~mmdet_pu.evaluation.matching.
     error_kinds`), ``cell/<c>/ap`` (AP of the class's ranked detections over the set),
-    and the means over classes ``cell/avg_{recall,precision,f1}``,
-    ``cell/pooled_{recall,precision,f1}`` and ``cell/ap`` (classes absent from the set,
-    NaN, are left out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
+    ``cell/<c>/max_recall`` (the pooled recall of every detection, whatever its score:
+    where the class's precision-recall curve, and so AP, stops; a low AP with a low
+    ``max_recall`` is boxes that miss the cells, not a bad ranking), and the means over
+    classes ``cell/avg_{recall,precision,f1}``, ``cell/pooled_{recall,precision,f1}``,
+    ``cell/ap`` and ``cell/max_recall`` (classes absent from the set, NaN, are left
+    out). Prior selection uses ``cell/avg_recall`` (Section 2.3).
 
     With more than one class, finding cells and classifying them are also measured
     apart (:mod:`mmdet_pu.evaluation.classes_merged`): ``cell/classes_merged/avg_{recall,
@@ -265,12 +268,15 @@ class CellDetMetric(BaseMetric):
                 metrics[f'{name}/fp_{kind}'] = count
         num_gt = counts['tp'] + counts['fn']
         ap = self._average_precision(results, num_gt.sum(0))
+        reached = self._max_recall(results, num_gt.sum(0))
         for c, name in enumerate(classes):
             metrics[f'{name}/ap'] = float(ap[c])
+            metrics[f'{name}/max_recall'] = float(reached[c])
         for rate in RATES:
             metrics[f'avg_{rate}'] = float(nanmean(average[rate]))
             metrics[f'pooled_{rate}'] = float(nanmean(pooled[rate]))
         metrics['ap'] = float(nanmean(ap))
+        metrics['max_recall'] = float(nanmean(reached))
         confusion = None
         if len(classes) > 1:
             confusion = confusion_matrix([r[CLASSES_MERGED] for r in results],
@@ -338,6 +344,13 @@ class CellDetMetric(BaseMetric):
         return np.array([average_precision(scores[labels == c], matched[labels == c],
                                            num_gt[c]) for c in range(len(self.classes))])
 
+    def _max_recall(self, results: list, num_gt) -> np.ndarray:
+        """``(C,)`` the share of each class's cells that some detection of the class
+        matches, at any score (NaN for a class without cells)."""
+        _, labels, matched = self._ranked(results)
+        found = np.bincount(labels[matched], minlength=len(self.classes))
+        return np.where(num_gt > 0, found / np.maximum(num_gt, 1), np.nan)
+
     def _select_score_thr(self, results: list, num_gt) -> dict:
         """Criterion per class and candidate, and the chosen threshold."""
         found = [counts_at(*self._ranked(results), num_gt, thr, len(self.classes))
@@ -362,13 +375,14 @@ class CellDetMetric(BaseMetric):
         """A per-class table for the log (with the classes merged and the confusion
         matrix of the cells found when there are several classes)."""
         header = ('class', 'TP', 'FP', 'FN', 'avg R', 'avg P', 'avg F1',
-                  'pooled R', 'pooled P', 'pooled F1', 'AP')
+                  'pooled R', 'pooled P', 'pooled F1', 'AP', 'max R')
         rows = [header]
         for name in self.classes:
             rows.append((name, *(str(metrics[f'{name}/{k}']) for k in ('tp', 'fp', 'fn')),
                          *(f'{metrics[f"{name}/{kind}_{rate}"]:.4f}'
                            for kind in ('avg', 'pooled') for rate in RATES),
-                         f'{metrics[f"{name}/ap"]:.4f}'))
+                         f'{metrics[f"{name}/ap"]:.4f}',
+                         f'{metrics[f"{name}/max_recall"]:.4f}'))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = ['  '.join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
         lines += [f'{name} false positives: ' + ', '.join(
@@ -381,8 +395,8 @@ class CellDetMetric(BaseMetric):
                       ', confusion (rows: true class, columns: given class, '
                       f'{", ".join(self.classes)}): {confusion.tolist()}']
         return (f'CellDetMetric on {num_images} images (score >= {self.score_thr}, '
-                f'{self._criterion()}; AP over every detection; false positives by '
-                'kind, docs/method.md#metrics):\n' + '\n'.join(lines))
+                f'{self._criterion()}; AP and max R, the recall AP stops at, over every '
+                'detection; false positives by kind, docs/method.md#metrics):\n' + '\n'.join(lines))
 
     def _dump_dir(self) -> Optional[str]:
         if self.out_dir is not None:

@@ -280,6 +280,9 @@ def test_ap_and_ranked_detections_in_the_log_and_the_dump(tmp_path):
     # ranked over the set: 0.9 TP, 0.8 FP, 0.6 FP, 0.3 TP with 3 cells
     assert metrics['cell/cell/ap'] == pytest.approx(1 / 3 + 1 / 3 * 2 / 4)
     assert metrics['cell/ap'] == metrics['cell/cell/ap']
+    # where the ranking stops: A and B are found at some score, C by none
+    assert metrics['cell/cell/max_recall'] == pytest.approx(2 / 3)
+    assert metrics['cell/max_recall'] == metrics['cell/cell/max_recall']
     assert (metrics['cell/cell/tp'], metrics['cell/cell/fp']) == (1, 2)  # at 0.5
     report = json.loads((tmp_path / 'test_per_image.json').read_text())
     first, second = report['images']
@@ -295,6 +298,8 @@ def test_multi_class_ap_leaves_out_classes_without_cells():
     metrics = evaluate(images, classes=('a', 'b'))
     assert metrics['cell/a/ap'] == 1.0 and math.isnan(metrics['cell/b/ap'])
     assert metrics['cell/ap'] == 1.0
+    assert metrics['cell/a/max_recall'] == 1.0 and math.isnan(metrics['cell/b/max_recall'])
+    assert metrics['cell/max_recall'] == 1.0
 
 
 def test_false_positives_by_kind():

@@ -31,7 +31,7 @@ from .fit_options import SELF_TRAIN_MIN_SCORE
 from .fused_ensemble import dumped_config, score_floor_key, standalone_config
 from .own_loss import own_loss_options, write_own_loss_config
 from .runs import Run
-from .self_training import check_pseudo_source, write_source_labels
+from .self_training import PSEUDO_LABELS_KEY, check_pseudo_source, write_source_labels
 
 #: The student's folder and run name.
 DISTILLED = 'distilled'
@@ -41,8 +41,6 @@ DISTILL_LABELS = 'distill_labels.json'
 STUDENT_CONFIG = 'distilled_student_config.py'
 #: The lowest score of a fused detection below the cut that the student ignores.
 DISTILL_UNCERTAIN_SCORE = 0.1
-#: The option that gives the training dataset its pseudo-labels.
-PSEUDO_LABELS_KEY = 'train_dataloader.dataset.pseudo_labels'
 
 
 def distilled_run(round_run: Run, teacher: dict, work_dir: str, ignoring: Sequence[str],

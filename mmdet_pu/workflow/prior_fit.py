@@ -80,8 +80,8 @@ from .fused_ensemble import fused_run
 from .pseudo_labels import ignore_options
 from .reports import save_figure, write_json
 from .runs import Run, run_all
-from .self_training import (FUSED_SOURCE, check_self_training, pseudo_label_source,
-                            round_pseudo_labels, self_training_run)
+from .self_training import (FUSED_SOURCE, check_round_source, check_self_training,
+                            pseudo_label_source, round_pseudo_labels, self_training_run)
 
 
 #: The keys of ``fit_prior.json`` that report the self-training round's choices, and the
@@ -155,6 +155,7 @@ def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
     init_from = chosen['checkpoint'] if round_.init == 'chosen' else None
     run = self_training_run(config, work_dir, options, pseudo, round_.loss,
                             uncertain_thr, ignoring, init_from)
+    check_round_source(run, pseudo)
     echo(f'training {len(rows) + 1}: self-training on the pseudo-labels of '
          f'{source["name"]} at the priors of {chosen["name"]}')
     run_all([run], jobs=1, echo=echo)

@@ -19,6 +19,8 @@ from .runs import Run
 FUSED_SOURCE = 'fused_first'
 #: The file of the round's pseudo-labels from its configured source.
 PSEUDO_LABELS = 'pseudo_labels.json'
+#: The option that gives the training dataset its pseudo-labels (``CellCocoDataset``).
+PSEUDO_LABELS_KEY = 'train_dataloader.dataset.pseudo_labels'
 
 
 def check_self_training(cfg: Config, config: str) -> None:
@@ -170,8 +172,27 @@ def self_training_run(config: str, work_dir: str, options: Sequence[str], pseudo
     ignored = list(ignoring) if uncertain_thr is not None else []
     start = [] if init_from is None else [f'load_from={osp.abspath(init_from)}']
     return Run(config, osp.join(work_dir, 'self_trained'),
-               [*options, f'train_dataloader.dataset.pseudo_labels={pseudo}', *ignored,
+               [*options, f'{PSEUDO_LABELS_KEY}={pseudo}', *ignored,
                 *start], name='self_trained')
+
+
+def check_round_source(run: Run, pseudo: str) -> None:
+    """ValueError when the round's work dir holds a training on another pseudo-label file
+    than ``pseudo`` (a fit made with another ``--pseudo-labels-from``, or before the
+    default compared the provisional's pseudo-labels with the chosen one's): the message
+    names both files and how to resume the fit as it was made."""
+    record = run.record() or {}
+    option = f'{PSEUDO_LABELS_KEY}='
+    learned = [o[len(option):] for o in record.get('options', []) if o.startswith(option)]
+    if learned and learned[0] != pseudo:
+        made_with = ('provisional' if osp.basename(learned[0]) == PSEUDO_LABELS else
+                     'chosen')
+        raise ValueError(f'{run.work_dir} learned the pseudo-labels in {learned[0]}, but '
+                         f'this fit gives its round those in {pseudo}; resume it with '
+                         f'--pseudo-labels-from {made_with} (the fit was made with another '
+                         'choice of source, or before the default compared the '
+                         'provisional\'s with the chosen one\'s), or remove that folder '
+                         'to train the round again')
 
 
 def pseudo_label_source(rows: List[dict], chosen: dict, pseudo_labels_from: str,

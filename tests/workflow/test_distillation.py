@@ -40,6 +40,8 @@ ESTIMATE = dict(
 VALIDATION = {'provisional': (3, 0.4, 0.6), 'x0.7': (4, 0.4, 0.6), 'x2': (6, 0.4, 0.6),
               'self_trained': (5, 0.4, 0.6), 'fused': (7, 0.35, 0.7),
               'distilled': (7, 0.45, 0.65)}
+#: Per fake detector: the pseudo-labels it gives the round (1 unless set here).
+PSEUDO_COUNTS = {}
 #: The options that give the synthetic config's RoI head box-fit negatives.
 BOX_FIT = ['model.roi_head.bbox_head.type=BoxFitShared2FCBBoxHead',
            'model.train_cfg.rcnn.sampler.type=OverlapRandomSampler']
@@ -114,7 +116,9 @@ def fake_fit(tmp_path, monkeypatch):
         calls['pseudo'].append(dict(config=config, checkpoint=checkpoint, out=out,
                                     options=list(options), score_thr=score_thr,
                                     uncertain_thr=uncertain_thr))
-        found = dict(num_images=2, labeled=4, pseudo=1, num_uncertain=0,
+        source = os.path.basename(os.path.dirname(checkpoint))
+        found = dict(num_images=2, labeled=4, pseudo=PSEUDO_COUNTS.get(source, 1),
+                     num_uncertain=0,
                      score_thr=score_thr, uncertain_thr=uncertain_thr,
                      checkpoint=checkpoint, checkpoint_stamp=file_stamps([checkpoint])[0])
         with open(out, 'w') as f:
@@ -309,3 +313,23 @@ def test_a_resumed_student_refuses_the_labels_of_a_fused_detector_made_again(fak
     shutil.rmtree(work / 'distilled')
     assert fit(final='distilled')['chosen'] == 'distilled'
     assert len(calls['trained']) == 6 and len(calls['pseudo']) == 4
+
+
+def test_a_fit_resumed_with_another_source_names_the_one_it_was_made_with(
+        fake_fit, monkeypatch):
+    """A round trained on the provisional's pseudo-labels (a fit made with
+    ``--pseudo-labels-from provisional``, as the default was) is not trained again on
+    the chosen one's when the default finds those more: the message says how to resume
+    it; with the choice it was made with, it resumes."""
+    fit, work, calls = fake_fit
+    monkeypatch.setitem(PSEUDO_COUNTS, 'x2', 5)
+    fit(pseudo_labels_from='provisional')
+    with pytest.raises(ValueError, match=re.escape(
+            f'{work / "self_trained"} learned the pseudo-labels in '
+            f'{work / "pseudo_labels.json"}, but this fit gives its round those in '
+            f'{work / "pseudo_labels_x2.json"}; resume it with --pseudo-labels-from '
+            'provisional')):
+        fit()
+    trained = len(calls['trained'])
+    assert fit(pseudo_labels_from='provisional')['chosen'] == 'distilled'
+    assert len(calls['trained']) == trained  # nothing trained again

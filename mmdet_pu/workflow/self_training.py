@@ -120,7 +120,7 @@ def round_pseudo_labels(config: str, work_dir: str, options: Sequence[str],
 
     With ``more``, every source is asked and the one giving the most pseudo-labels is
     learned (the first on a tie): a source trained at bolder priors gives more of them
-    at its own cut, and the round that learns more ranks better
+    at its own cut, and the round that learns more ranks better, or as well
     (docs/method.md#self-training). Otherwise the first source giving at least one is
     learned: one that scores no unlabeled cell at its cut would have the round train
     again as the chosen training did (the same priors and seed: a duplicate with half

@@ -267,8 +267,9 @@ class CellDetMetric(BaseMetric):
             for kind, count in zip(ERROR_KINDS[1:], self._false_positive_kinds(results, c)):
                 metrics[f'{name}/fp_{kind}'] = count
         num_gt = counts['tp'] + counts['fn']
-        ap = self._average_precision(results, num_gt.sum(0))
-        reached = self._max_recall(results, num_gt.sum(0))
+        ranked = self._ranked(results)
+        ap = self._average_precision(ranked, num_gt.sum(0))
+        reached = self._max_recall(ranked, num_gt.sum(0))
         for c, name in enumerate(classes):
             metrics[f'{name}/ap'] = float(ap[c])
             metrics[f'{name}/max_recall'] = float(reached[c])
@@ -286,7 +287,7 @@ class CellDetMetric(BaseMetric):
         print_log(self._summary(metrics, len(results), confusion), logger='current')
         selection = None
         if self.score_thr_candidates is not None:
-            selection = self._select_score_thr(results, num_gt.sum(0))
+            selection = self._select_score_thr(ranked, num_gt.sum(0), len(results))
             chosen = selection['chosen']
             metrics['pu_score_thr'] = float('nan') if chosen is None else chosen
             bound = ('point estimate' if self.score_thr_confidence is None else
@@ -296,7 +297,8 @@ class CellDetMetric(BaseMetric):
                       logger='current')
         if self.dump_per_image:
             per_image['ap'] = np.array(
-                [self._average_precision([r], n) for r, n in zip(results, num_gt)],
+                [self._average_precision(self._ranked([r]), n)
+                 for r, n in zip(results, num_gt)],
                 dtype=np.float64).reshape(len(results), len(classes))
             self._dump(results, counts, per_image, metrics, selection, confusion)
         return metrics
@@ -338,28 +340,29 @@ class CellDetMetric(BaseMetric):
         return [np.concatenate([np.zeros(0)] + [r[k] for r in results]).astype(dtype)
                 for k, dtype in zip(RANKED, (np.float64, np.int64, bool))]
 
-    def _average_precision(self, results: list, num_gt) -> np.ndarray:
-        """``(C,)`` AP of each class over the ranked detections of ``results``."""
-        scores, labels, matched = self._ranked(results)
+    def _average_precision(self, ranked, num_gt) -> np.ndarray:
+        """``(C,)`` AP of each class over the ``ranked`` detections (:meth:`_ranked`)."""
+        scores, labels, matched = ranked
         return np.array([average_precision(scores[labels == c], matched[labels == c],
                                            num_gt[c]) for c in range(len(self.classes))])
 
-    def _max_recall(self, results: list, num_gt) -> np.ndarray:
-        """``(C,)`` the share of each class's cells that some detection of the class
-        matches, at any score (NaN for a class without cells)."""
-        _, labels, matched = self._ranked(results)
+    def _max_recall(self, ranked, num_gt) -> np.ndarray:
+        """``(C,)`` the share of each class's cells that some of the ``ranked``
+        detections of the class matches, at any score (NaN for a class without cells)."""
+        _, labels, matched = ranked
         found = np.bincount(labels[matched], minlength=len(self.classes))
         return np.where(num_gt > 0, found / np.maximum(num_gt, 1), np.nan)
 
-    def _select_score_thr(self, results: list, num_gt) -> dict:
-        """Criterion per class and candidate, and the chosen threshold."""
-        found = [counts_at(*self._ranked(results), num_gt, thr, len(self.classes))
+    def _select_score_thr(self, ranked, num_gt, num_images: int) -> dict:
+        """Criterion per class and candidate over the ``ranked`` detections
+        (:meth:`_ranked`) of ``num_images`` images, and the chosen threshold."""
+        found = [counts_at(*ranked, num_gt, thr, len(self.classes))
                  for thr in self.score_thr_candidates]
         tp = np.stack([f[0] for f in found], axis=1)  # (classes, candidates)
         detections = np.stack([f[0] + f[1] for f in found], axis=1)
-        point = pu_threshold_criterion(tp, detections, num_gt, len(results))
+        point = pu_threshold_criterion(tp, detections, num_gt, num_images)
         criterion = point if self.score_thr_confidence is None else pu_threshold_criterion(
-            tp, detections, num_gt, len(results), self.score_thr_confidence)
+            tp, detections, num_gt, num_images, self.score_thr_confidence)
         return dict(candidates=self.score_thr_candidates,
                     confidence=self.score_thr_confidence,
                     criterion=[[None if np.isnan(v) else float(v) for v in row]

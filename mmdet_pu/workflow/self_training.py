@@ -180,13 +180,17 @@ def check_round_source(run: Run, pseudo: str) -> None:
     """ValueError when the round's work dir holds a training on another pseudo-label file
     than ``pseudo`` (a fit made with another ``--pseudo-labels-from``, or before the
     default compared the provisional's pseudo-labels with the chosen one's): the message
-    names both files and how to resume the fit as it was made."""
+    names both files and how to resume the fit as it was made (the choice its
+    ``fit_prior.json`` records; ``provisional``, the former default, without one)."""
     record = run.record() or {}
     option = f'{PSEUDO_LABELS_KEY}='
     learned = [o[len(option):] for o in record.get('options', []) if o.startswith(option)]
     if learned and learned[0] != pseudo:
-        made_with = ('provisional' if osp.basename(learned[0]) == PSEUDO_LABELS else
-                     'chosen')
+        summary = osp.join(osp.dirname(run.work_dir), 'fit_prior.json')
+        made_with = 'provisional'
+        if osp.isfile(summary):
+            with open(summary) as f:
+                made_with = json.load(f).get('pseudo_labels_from') or made_with
         raise ValueError(f'{run.work_dir} learned the pseudo-labels in {learned[0]}, but '
                          f'this fit gives its round those in {pseudo}; resume it with '
                          f'--pseudo-labels-from {made_with} (the fit was made with another '

@@ -14,8 +14,10 @@ where the training split's annotation file holds every cell (a benchmark config,
 precision and recall of its labeled cells plus pseudo-labels against those complete
 labels (:func:`label_quality`). The
 band below a cut starts at the fit's lowest uncertain score, or at a tenth of the cut
-where the cut is at or below it (:func:`band_low`); a student that ignored no band
-ignores none here either. With ``soft`` each student is instead taught every fused
+where the cut is at or below it, or at a given score (``band_from``: the fused
+detections from it up to the cut ignored, so that fewer cells the members found stay
+background; ``<fit>/distill_cut<cut>_band<score>/``; :func:`band_low`); a student that
+ignored no band ignores none here either. With ``soft`` each student is instead taught every fused
 detection scoring at least its cut as a cell weighted by that score (score-weighted
 distillation: ``pseudo_label_weights``, the RoI head's soft targets,
 :class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`), no band ignored
@@ -48,16 +50,27 @@ from mmdet_pu.workflow.self_training import check_pseudo_source, write_source_la
 from studies.comparison import RANKING, load_runs
 
 
-def band_low(cut: float) -> float:
-    """The lowest score of the ignored band below ``cut``: the workflow's
-    :data:`DISTILL_UNCERTAIN_SCORE`, or ``cut / 10`` where the cut is at or below it."""
-    return DISTILL_UNCERTAIN_SCORE if cut > DISTILL_UNCERTAIN_SCORE else cut / 10
+def band_low(cut: float, band_from: Optional[float] = None) -> float:
+    """The lowest score of the ignored band below ``cut``: ``band_from`` where given,
+    else the workflow's :data:`DISTILL_UNCERTAIN_SCORE`, or ``cut / 10`` where the cut is
+    at or below it.
+
+    Raises:
+        ValueError: ``band_from`` is not a score in (0, ``cut``).
+    """
+    if band_from is None:
+        return DISTILL_UNCERTAIN_SCORE if cut > DISTILL_UNCERTAIN_SCORE else cut / 10
+    if not 0 < band_from < cut:
+        raise ValueError(f'band from {band_from:g}: expected a score in (0, {cut:g}), '
+                         'below the cut')
+    return band_from
 
 
-def probe_name(cut: float, soft: bool = False) -> str:
+def probe_name(cut: float, soft: bool = False, band_from: Optional[float] = None) -> str:
     """The folder (and label-file prefix) of the student at ``cut`` (``soft``: taught
-    the detections weighted by their scores)."""
-    return f'distill_cut{cut:g}' + ('_soft' if soft else '')
+    the detections weighted by their scores; ``band_from``: the band's given start)."""
+    band = '' if band_from is None else f'_band{band_from:g}'
+    return f'distill_cut{cut:g}{band}' + ('_soft' if soft else '')
 
 
 def soft_target_options(config: str, options: Sequence[str]) -> List[str]:
@@ -113,15 +126,24 @@ def student_record(fit_dir: str) -> dict:
 
 
 def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None],
-            soft: bool = False) -> Run:
+            soft: bool = False, band_from: Optional[float] = None) -> Run:
     """The student of the fit in ``fit_dir`` at ``cut``, its pseudo-labels written
-    first if absent (module docstring)."""
+    first if absent (module docstring).
+
+    Raises:
+        ValueError: ``band_from`` for a soft student or a fit whose student ignored no
+            band, or not below ``cut``.
+    """
     teacher = read_fit_summary(fit_dir)['fused']
     student = student_record(fit_dir)
     ignoring = ignore_options(Config.fromfile(student['config']).model.train_cfg)
     band = bool(ignoring) and set(ignoring) <= set(student['options']) and not soft
-    uncertain_thr: Optional[float] = band_low(cut) if band else None
-    name = probe_name(cut, soft)
+    if band_from is not None and not band:
+        raise ValueError(f'{fit_dir}: band from {band_from:g} asked, but this student '
+                         'ignores no band (' + ('soft targets' if soft else
+                                                'its assigners ignore nothing') + ')')
+    uncertain_thr: Optional[float] = band_low(cut, band_from) if band else None
+    name = probe_name(cut, soft, band_from)
     labels = osp.abspath(osp.join(fit_dir, f'{name}_labels.json'))
     check_pseudo_source(labels, teacher['checkpoint'], uncertain_thr, name, cut)
     options = probe_options(student['options'], labels)
@@ -199,10 +221,12 @@ def measured(name: str, run_dir: str, labels: Optional[str] = None,
 
 
 def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,
-              jobs: int = 1, soft: bool = False) -> List[dict]:
-    """Train and test the students at ``cuts`` (``soft``: score-weighted); the rows of
-    the fused detector, the fit's student and each cut's."""
-    runs = [cut_run(fit_dir, cut, echo, soft) for cut in cuts]
+              jobs: int = 1, soft: bool = False,
+              band_from: Optional[float] = None) -> List[dict]:
+    """Train and test the students at ``cuts`` (``soft``: score-weighted; ``band_from``:
+    the ignored band's start); the rows of the fused detector, the fit's student and each
+    cut's."""
+    runs = [cut_run(fit_dir, cut, echo, soft, band_from) for cut in cuts]
     run_all(runs, jobs=jobs, echo=echo)
     student = student_record(fit_dir)
     ann_file = complete_labels(student['config'], student['options'])

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/distill_cut.py FIT_DIR --cuts 0.2 0.1 [--soft] [--jobs N]
+    python tools/distill_cut.py FIT_DIR --cuts 0.2 0.1 [--soft | --band-from S] [--jobs N]
 
 ``FIT_DIR``: a finished ``tools/fit_prior.py`` work dir (its default ``--final
 distilled``). For each cut, the fit's student is trained again from the same round on
@@ -36,6 +36,9 @@ def parse_args(argv=None):
     parser.add_argument('--soft', action='store_true',
                         help='teach each detection from the cut on as a cell weighted '
                              'by its score (soft targets), no band ignored')
+    parser.add_argument('--band-from', type=float, default=None,
+                        help='ignore the fused detections from this score up to the cut '
+                             '(default: 0.1, or a tenth of a cut at or below it)')
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs side by side (each gets cores/jobs threads)')
     args = parser.parse_args(argv)
@@ -45,6 +48,12 @@ def parse_args(argv=None):
     for cut in args.cuts:
         if not 0 < cut < 1:
             parser.error(f'cut {cut:g}: expected a score in (0, 1)')
+    if args.band_from is not None:
+        if args.soft:
+            parser.error('--band-from: a soft student ignores no band')
+        if not 0 < args.band_from < min(args.cuts):
+            parser.error(f'--band-from {args.band_from:g}: expected a score in (0, '
+                         f'{min(args.cuts):g}), below every cut')
     check_run_arguments(parser, args.jobs, [], cuts=args.cuts)
     return args
 
@@ -52,6 +61,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     rows = run_study(args.fit_dir, args.cuts, jobs=args.jobs, soft=args.soft,
+                     band_from=args.band_from,
                      echo=lambda msg: print(f'[distill_cut] {msg}', flush=True))
     print(f'\n{write_study(args.fit_dir, rows)}\n[distill_cut] wrote '
           f'{args.fit_dir}/distill_cut.md and distill_cut.json')

@@ -20,6 +20,15 @@ def test_band_starts_at_the_workflows_score_or_a_tenth_of_a_low_cut():
     assert study.probe_name(0.2) == 'distill_cut0.2'
 
 
+def test_a_band_from_a_given_score_has_its_own_folder_and_stays_below_the_cut():
+    assert study.band_low(0.2, band_from=0.01) == 0.01
+    assert study.probe_name(0.2, band_from=0.01) == 'distill_cut0.2_band0.01'
+    for low in (0.2, 0.3, 0.0):
+        with pytest.raises(ValueError, match=f'band from {low:g}: expected a score in '
+                                             r'\(0, 0.2\)'):
+            study.band_low(0.2, band_from=low)
+
+
 def test_options_keep_everything_but_the_pseudo_labels():
     options = ['randomness.seed=1', f'{LABELS_KEY}=fit/distill_labels.json', IGNORE]
     assert study.probe_options(options, 'fit/x.json') == [
@@ -72,6 +81,19 @@ def test_cut_run_reuses_its_labels_and_refuses_another_band(tmp_path):
     write_labels(labels, checkpoint, 0.1, 0.3)
     with pytest.raises(ValueError, match='scoring at least 0.3'):
         study.cut_run(str(tmp_path), 0.2, echo=print)
+    # a band from a given score: its own labels, whose band must start there
+    wide = tmp_path / 'distill_cut0.2_band0.01_labels.json'
+    write_labels(wide, checkpoint, 0.1, 0.2)
+    with pytest.raises(ValueError, match='uncertain detections from score 0.1, this fit '
+                       'asks for 0.01'):
+        study.cut_run(str(tmp_path), 0.2, echo=print, band_from=0.01)
+    write_labels(wide, checkpoint, 0.01, 0.2)
+    run = study.cut_run(str(tmp_path), 0.2, echo=print, band_from=0.01)
+    assert run.work_dir == str(tmp_path / 'distill_cut0.2_band0.01')
+    assert run.options == ['randomness.seed=1', f'{LABELS_KEY}={wide}', IGNORE]
+    with pytest.raises(ValueError, match='band from 0.01 asked, but this student ignores '
+                                         r'no band \(its assigners ignore nothing\)'):
+        study.cut_run(str(tmp_path / 'plain'), 0.2, echo=print, band_from=0.01)
 
 
 def test_a_soft_student_weighs_every_detection_from_the_cut_and_ignores_no_band(tmp_path):
@@ -129,6 +151,10 @@ def test_rows_read_f1_at_both_thresholds_ap_and_the_recall_ceiling(tmp_path):
     (['{fit}', '--cuts', '0.2', '0.2'], '--cuts repeat: [0.2, 0.2]'),
     (['{fit}', '--cuts', '1.5'], 'cut 1.5: expected a score in (0, 1)'),
     (['{empty}', '--cuts', '0.2'], 'no fit_prior.json'),
+    (['{fit}', '--cuts', '0.2', '0.1', '--band-from', '0.1'],
+     '--band-from 0.1: expected a score in (0, 0.1), below every cut'),
+    (['{fit}', '--cuts', '0.2', '--band-from', '0.01', '--soft'],
+     '--band-from: a soft student ignores no band'),
 ])
 def test_command_errors(tmp_path, args, message):
     fit, empty = tmp_path / 'fit', tmp_path / 'empty'

@@ -1,11 +1,12 @@
 # CRCHistoPhenotypes nuclei in four classes, keep-1 per class and tile, slim model on CPU:
 # multi-class PU learning with the paper's prior update (docs/method.md#prior-update).
 # The RoI head's MultiPULoss holds one prior per class; the PriorUpdateHook sets
-# pi_m = pi_1 N_m / N_1 from the detection counts before every step, pi_1 = 0.09 for
-# epithelial nuclei (a third of the classified nuclei, of the binary RoI prior 0.25),
-# once the detector finds nuclei of every class (begin_iter) and on running counts
-# (smoothing 0.9). The binary RPN keeps its own prior instead of the classes' sum (a
-# prior per stage: docs/method.md#priors-per-stage).
+# pi_m = pi_1 N_m / N_1 from the detection counts before every step (from begin_iter,
+# on running counts: smoothing 0.9). The anchor is the hook's default, the class most
+# annotated after the deletion: inflammatory under keep-1 per class (the class present
+# in the most tiles), held at pi_1 = 0.09 (about a third of the binary RoI prior 0.25;
+# inflammatory nuclei are 0.078 of it). The binary RPN keeps its own prior instead of the
+# classes' sum (a prior per stage: docs/method.md#priors-per-stage).
 _base_ = './crchisto_classes_keep1_ce.py'
 model = dict(
     rpn_head=dict(

@@ -5,7 +5,7 @@
 # on running counts: smoothing 0.9). The anchor is the hook's default, the class most
 # annotated after the deletion: inflammatory under keep-1 per class (the class present
 # in the most tiles), held at pi_1 = 0.09 (about a third of the binary RoI prior 0.25;
-# inflammatory nuclei are 0.078 of it). The binary RPN keeps its own prior instead of the
+# the inflammatory share of 0.25 is 0.078). The binary RPN keeps its own prior instead of the
 # classes' sum (a prior per stage: docs/method.md#priors-per-stage).
 _base_ = './crchisto_classes_keep1_ce.py'
 model = dict(

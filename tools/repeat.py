@@ -13,8 +13,10 @@ training, not of the annotation deletion) and, with ``--folds``, per fold (every
 ``--jobs`` runs side by side (:mod:`studies.repeat`). Resumable: a tested
 run is not run again, a trained one is only tested, an interrupted training resumes, so
 the same command continues an experiment and, once every run is tested, only recomputes
-the statistics. ``--dry-run`` prints one shell line per run not tested yet (for a
-cluster scheduler) and runs nothing.
+the statistics. A run tested under other test settings than the config's now (its
+``model.test_cfg``, test data, evaluator or test loop changed since) is tested again on
+its checkpoint, so the tables never pool results of two settings. ``--dry-run`` prints
+one shell line per run not tested yet (for a cluster scheduler) and runs nothing.
 
 Two tables (:mod:`studies.comparison`, as ``tools/compare.py``), each with
 mean ± std (ddof=1) over the runs per method (``--names``, default the config stems)

@@ -18,7 +18,8 @@ Runs are resumable: what a run still needs is read from its work dir.
 ========  ==============================================================  ============
 state     found in the work dir                                           what runs
 ========  ==============================================================  ============
-tested    a valid ``cell_metrics/test_per_image.json``                    nothing
+tested    a valid ``cell_metrics/test_per_image.json``, tested under the  nothing
+          config's current test settings
 trained   ``run.json`` with ``"trained": true`` (written when training    the test
           exits successfully)                                             (none if
                                                                           test=False)
@@ -30,9 +31,14 @@ new       none of these                                                   both
 
 ``run.json`` also records the config and ``--cfg-options`` the run was started with; a
 work dir holding a run of another config or other options is an error, never silently
-reused (the contents of the config file itself are not compared). ``run.json`` is a
-record of :mod:`cellio.records`, the package's one store of finished work.
+reused. Once tested it records the test settings too (:data:`TEST_SETTINGS` of the
+composed config): a run whose config's test settings changed since (a score floor, a
+detection cap, the test data) is tested again on its checkpoint, so results of two
+settings are never pooled; a run tested before the settings were recorded counts as
+tested. The training part of the config file is not compared. ``run.json`` is a record
+of :mod:`cellio.records`, the package's one store of finished work.
 """
+import json
 import os
 import os.path as osp
 import re
@@ -43,8 +49,10 @@ import time
 from pathlib import Path
 from typing import Callable, List, NamedTuple, Optional, Sequence
 
+from mmengine.config import Config
+
 from cellio.records import discard, read_record, write_record
-from mmdet_pu.engine.launch import last_checkpoint
+from mmdet_pu.engine.launch import last_checkpoint, parse_cfg_options
 from mmdet_pu.evaluation.cell_metric import report_path
 from mmdet_pu.evaluation.metric_dump import read_metric_dump
 
@@ -52,6 +60,8 @@ ITER_RE = re.compile(r'Iter\(train\)\s*\[\s*(\d+)/(\d+)\].*?\bloss: ([\d.]+)')
 FOLD_RE = re.compile(r'(?<![^/])annotations/fold\d+/')
 LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 EVALUATORS = ('val_evaluator', 'test_evaluator')
+#: The parts of a composed config a test result depends on besides the checkpoint.
+TEST_SETTINGS = ('model.test_cfg', 'test_dataloader.dataset', 'test_evaluator', 'test_cfg')
 
 
 def available_cores() -> int:
@@ -119,6 +129,21 @@ def run_dir(work_dir: str, config: str, seed: int, fold: Optional[int] = None) -
     """``<work_dir>/<config stem>/seed<seed>[_fold<fold>]``."""
     name = f'seed{seed}' if fold is None else f'seed{seed}_fold{fold}'
     return osp.join(work_dir, Path(config).stem, name)
+
+
+def composed_test_settings(config: str, options: Sequence[str] = ()) -> dict:
+    """``{key: value}`` of :data:`TEST_SETTINGS` in ``config`` composed with the
+    ``--cfg-options`` ``options``, as JSON values (None where the config has no such key)."""
+    cfg = Config.fromfile(config, import_custom_modules=False)
+    if options:
+        cfg.merge_from_dict(parse_cfg_options(options))
+    composed, settings = cfg.to_dict(), {}
+    for key in TEST_SETTINGS:
+        node = composed
+        for part in key.split('.'):
+            node = node.get(part, None) if isinstance(node, dict) else None
+        settings[key] = node
+    return json.loads(json.dumps(settings, default=repr))
 
 
 def _ann_files(node, key):
@@ -195,6 +220,7 @@ class Run:
         self.report = report_path(self.work_dir, 'test')
         self.stage = self.proc = self.error = None
         self.threads, self._started = 1, None
+        self._test_settings = None
 
     # -- what is there -------------------------------------------------------------
     def record(self) -> Optional[dict]:
@@ -221,9 +247,24 @@ class Run:
             return False
         return True
 
+    def current_test_settings(self) -> dict:
+        """The config's current :func:`composed_test_settings` with this run's options."""
+        if self._test_settings is None:
+            self._test_settings = composed_test_settings(self.config, self.options)
+        return self._test_settings
+
+    def changed_test_settings(self) -> List[str]:
+        """The :data:`TEST_SETTINGS` that differ from those the run was tested under
+        ([] when it is not tested, or was tested before they were recorded)."""
+        recorded = (self.record() or {}).get('test_settings')
+        if not (self.test and recorded is not None and self.tested()):
+            return []
+        current = self.current_test_settings()
+        return [key for key in TEST_SETTINGS if recorded.get(key) != current[key]]
+
     def state(self) -> str:
         """``'tested'``, ``'trained'``, ``'partial'`` or ``'new'`` (module docstring)."""
-        if self.test and self.tested():
+        if self.test and self.tested() and not self.changed_test_settings():
             return 'tested'
         if (self.record() or {}).get('trained'):
             return 'trained'
@@ -295,6 +336,8 @@ class Run:
         """Start what the run still needs: training (then the test) or the test."""
         os.makedirs(self.work_dir, exist_ok=True)
         self.threads, self.error = threads, None
+        if self.test:
+            self._test_settings = composed_test_settings(self.config, self.options)
         if self.state() == 'trained':
             self._start_test()
             return
@@ -325,9 +368,11 @@ class Run:
             # training ends with its last checkpoint and validation, before the test
             ended = max(osp.getmtime(path) for path in
                         (checkpoint, report_path(self.work_dir, 'val')) if osp.isfile(path))
-            write_record(self.record_file, dict(
-                config=self.config, options=self.options, trained=True,
-                train_seconds=round(max(ended - self._started, 0.0), 1)))
+            record = dict(config=self.config, options=self.options, trained=True,
+                          train_seconds=round(max(ended - self._started, 0.0), 1))
+            if self.test and self.tested():
+                record['test_settings'] = self._test_settings
+            write_record(self.record_file, record)
             if not self.test or self.tested():
                 self.stage = 'done'
                 return 'done'
@@ -337,6 +382,8 @@ class Run:
             self.error = (f'the test wrote no {self.report}; the test evaluator must be '
                           'CellDetMetric')
             return 'failed'
+        write_record(self.record_file,
+                     dict(self.record() or {}, test_settings=self._test_settings))
         self.stage = 'done'
         return 'done'
 
@@ -379,6 +426,10 @@ def run_all(runs: Sequence[Run], jobs: int = 1, echo: Callable[[str], None] = pr
     """
     for run in runs:
         run.check_record()
+        changed = run.changed_test_settings()
+        if changed:
+            echo(f'{run.name}: tested under other test settings ({", ".join(changed)} '
+                 'changed since); testing it again')
     pending = [run for run in runs if not run.finished()]
     trained = sum(run.state() == 'trained' for run in pending)
     threads = max(1, available_cores() // max(1, jobs))

@@ -10,9 +10,10 @@ import time
 import pytest
 from mmengine.config import Config
 
+from cellio.records import write_record
 from mmdet_pu.workflow.runs import (Commands, Run, available_cores, check_run_arguments,
                                     fold_options, module_command, run_all, run_dir,
-                                    start_command)
+                                    start_command, composed_test_settings)
 from tests._data import REPO
 
 # Stand-ins for mmdet_pu.commands.train and .test: they log their call, write what the
@@ -71,7 +72,7 @@ def calls(tools):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def make_runs(tmp_path, tools, config_text='ok', seeds=(0, 1), show_seed=None):
+def make_runs(tmp_path, tools, config_text="note = 'ok'", seeds=(0, 1), show_seed=None):
     config = tmp_path / 'method.py'
     config.write_text(config_text)
     return [Run(config, run_dir(str(tmp_path / 'work'), config, seed),
@@ -127,7 +128,7 @@ def test_a_truncated_test_dump_is_not_a_result(tmp_path, tools):
 def test_failures_are_reported_after_the_other_runs(tmp_path, tools):
     good = make_runs(tmp_path, tools, seeds=(1,))
     (tmp_path / 'bad').mkdir()
-    bad = make_runs(tmp_path / 'bad', tools, config_text='fail', seeds=(0,))
+    bad = make_runs(tmp_path / 'bad', tools, config_text="note = 'fail'", seeds=(0,))
     with pytest.raises(RuntimeError, match=r'1 of 2 runs failed:\n\* seed 0: train exited '
                                            r'with status 1; log .*run.log:\n(.|\n)*'
                                            'training diverged'):
@@ -143,6 +144,54 @@ def test_a_work_dir_of_other_options_is_refused(tmp_path, tools):
     with pytest.raises(ValueError, match=r'seed0 holds a run of .*method.py with '
                                          r"--cfg-options \['randomness.seed=0'\], not"):
         run_all([other], echo=lambda msg: None)
+
+
+def floor_config(score_thr, max_iters=2):
+    return (f'model = dict(test_cfg=dict(rcnn=dict(score_thr={score_thr})))\n'
+            f'train_cfg = dict(max_iters={max_iters})\n'
+            "test_evaluator = dict(type='CellDetMetric')\n")
+
+
+def test_a_run_tested_under_other_test_settings_is_tested_again(tmp_path, tools):
+    runs = make_runs(tmp_path, tools, config_text=floor_config(0.05))
+    run_all(runs, echo=lambda msg: None, poll_every=0.05)
+    assert runs[0].record()['test_settings'] == {
+        'model.test_cfg': {'rcnn': {'score_thr': 0.05}}, 'test_dataloader.dataset': None,
+        'test_evaluator': {'type': 'CellDetMetric'}, 'test_cfg': None}
+    (tools / 'calls.txt').unlink()
+    # the training part changed: the results stand (only the test settings are compared)
+    longer = make_runs(tmp_path, tools, config_text=floor_config(0.05, max_iters=3))
+    assert [r.state() for r in longer] == ['tested', 'tested']
+    # the score floor removed: both runs are tested again on their checkpoints
+    messages = []
+    no_floor = make_runs(tmp_path, tools, config_text=floor_config(0))
+    assert [r.changed_test_settings() for r in no_floor] == [['model.test_cfg']] * 2
+    assert [r.state() for r in no_floor] == ['trained', 'trained']
+    run_all(no_floor, echo=messages.append, poll_every=0.05)
+    assert [c[:2] for c in calls(tools)] == [['test', r.work_dir] for r in no_floor]
+    assert messages[0] == ('seed 0: tested under other test settings (model.test_cfg '
+                           'changed since); testing it again')
+    assert [r.record()['test_settings']['model.test_cfg'] for r in no_floor] == [
+        {'rcnn': {'score_thr': 0}}] * 2
+    assert all(r.record()['trained'] for r in no_floor)
+    run_all(make_runs(tmp_path, tools, config_text=floor_config(0)),
+            echo=messages.append, poll_every=0.05)
+    assert len(calls(tools)) == 2  # nothing left to do
+    # a run tested before the settings were recorded counts as tested
+    record = no_floor[0].record()
+    del record['test_settings']
+    write_record(no_floor[0].record_file, record)
+    assert make_runs(tmp_path, tools, config_text=floor_config(0.3))[0].state() == 'tested'
+
+
+def test_test_settings_of_a_shipped_config_with_options():
+    settings = composed_test_settings(
+        str(REPO / 'configs/real/crchisto_classes_keep1_ce.py'),
+        ['model.test_cfg.rcnn.score_thr=0.3',
+         'test_dataloader.dataset.ann_file=annotations/fold1/t.json'])
+    assert settings['model.test_cfg']['rcnn']['score_thr'] == 0.3
+    assert settings['test_dataloader.dataset']['ann_file'] == 'annotations/fold1/t.json'
+    assert settings['test_evaluator']['type'] == 'CellDetMetric'
 
 
 def test_shell_commands_of_what_is_left(tmp_path, tools):
@@ -227,7 +276,7 @@ def test_run_all_waits_for_slots(tmp_path, tools):
 
 
 def test_a_run_trained_but_not_tested_is_tested_by_the_test_command(tmp_path, tools):
-    run = make_runs(tmp_path, tools, config_text='untested', seeds=(2,))[0]
+    run = make_runs(tmp_path, tools, config_text="note = 'untested'", seeds=(2,))[0]
     started = time.time()
     run_all([run], echo=lambda msg: None, poll_every=0.05)
     assert [c[0] for c in calls(tools)] == ['train', 'test']
@@ -237,7 +286,7 @@ def test_a_run_trained_but_not_tested_is_tested_by_the_test_command(tmp_path, to
 
 def test_a_run_without_test_is_finished_once_trained(tmp_path, tools):
     config = tmp_path / 'method.py'
-    config.write_text('ok')
+    config.write_text("note = 'ok'")
     run = Run(config, tmp_path / 'work' / 'prior_0.1', ['x=0.1'], name='prior 0.1',
               commands=FAKE_COMMANDS, test=False)
     assert run.shell_commands() == shlex.join(run.train_command())

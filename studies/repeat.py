@@ -18,11 +18,9 @@ The demo (:mod:`.demo`) is a preset of it.
 """
 from typing import Callable, Dict, List, Optional, Sequence
 
-from mmengine.config import Config
-
-from mmdet_pu.engine.launch import parse_cfg_options
 from mmdet_pu.workflow.reports import pyplot, write_results as write_report
-from mmdet_pu.workflow.runs import Commands, Run, fold_options, run_all, run_dir
+from mmdet_pu.workflow.runs import (Commands, Run, composed_config, fold_options, run_all,
+                                    run_dir)
 from .comparison import OVERALL, Comparison, compare, load_runs
 from .comparison_format import draw_rates, format_comparison, ranking_dict, table_dict
 
@@ -51,9 +49,7 @@ def plan_runs(names: Sequence[str], configs: Sequence[str], seeds: Sequence[int]
     for name, config in zip(names, configs):
         per_fold = {None: []}
         if folds:
-            cfg = Config.fromfile(config, import_custom_modules=False)
-            if cfg_options:
-                cfg.merge_from_dict(parse_cfg_options(cfg_options))
+            cfg = composed_config(config, cfg_options)
             per_fold = {fold: fold_options(cfg, fold, config) for fold in folds}
             clash = {o.split('=')[0] for opts in per_fold.values() for o in opts} & {
                 o.split('=')[0] for o in cfg_options}

@@ -131,13 +131,19 @@ def run_dir(work_dir: str, config: str, seed: int, fold: Optional[int] = None) -
     return osp.join(work_dir, Path(config).stem, name)
 
 
-def composed_test_settings(config: str, options: Sequence[str] = ()) -> dict:
-    """``{key: value}`` of :data:`TEST_SETTINGS` in ``config`` composed with the
-    ``--cfg-options`` ``options``, as JSON values (None where the config has no such key)."""
+def composed_config(config: str, options: Sequence[str] = ()) -> Config:
+    """``config`` read without importing its custom modules, with the ``--cfg-options``
+    ``options`` merged: the config the runs' commands will compose."""
     cfg = Config.fromfile(config, import_custom_modules=False)
     if options:
         cfg.merge_from_dict(parse_cfg_options(options))
-    composed, settings = cfg.to_dict(), {}
+    return cfg
+
+
+def composed_test_settings(config: str, options: Sequence[str] = ()) -> dict:
+    """``{key: value}`` of :data:`TEST_SETTINGS` in :func:`composed_config`, as JSON
+    values (None where the config has no such key)."""
+    composed, settings = composed_config(config, options).to_dict(), {}
     for key in TEST_SETTINGS:
         node = composed
         for part in key.split('.'):
@@ -253,18 +259,21 @@ class Run:
             self._test_settings = composed_test_settings(self.config, self.options)
         return self._test_settings
 
-    def changed_test_settings(self) -> List[str]:
-        """The :data:`TEST_SETTINGS` that differ from those the run was tested under
-        ([] when it is not tested, or was tested before they were recorded)."""
+    def _changed_since_recorded(self) -> List[str]:
         recorded = (self.record() or {}).get('test_settings')
-        if not (self.test and recorded is not None and self.tested()):
+        if recorded is None:
             return []
         current = self.current_test_settings()
         return [key for key in TEST_SETTINGS if recorded.get(key) != current[key]]
 
+    def changed_test_settings(self) -> List[str]:
+        """The :data:`TEST_SETTINGS` that differ from those the run was tested under
+        ([] when it is not tested, or was tested before they were recorded)."""
+        return self._changed_since_recorded() if self.test and self.tested() else []
+
     def state(self) -> str:
         """``'tested'``, ``'trained'``, ``'partial'`` or ``'new'`` (module docstring)."""
-        if self.test and self.tested() and not self.changed_test_settings():
+        if self.test and self.tested() and not self._changed_since_recorded():
             return 'tested'
         if (self.record() or {}).get('trained'):
             return 'trained'
@@ -370,10 +379,11 @@ class Run:
                         (checkpoint, report_path(self.work_dir, 'val')) if osp.isfile(path))
             record = dict(config=self.config, options=self.options, trained=True,
                           train_seconds=round(max(ended - self._started, 0.0), 1))
-            if self.test and self.tested():
+            tested = self.test and self.tested()
+            if tested:
                 record['test_settings'] = self._test_settings
             write_record(self.record_file, record)
-            if not self.test or self.tested():
+            if not self.test or tested:
                 self.stage = 'done'
                 return 'done'
             self._start_test()

@@ -147,10 +147,10 @@ def warnings(roi, roi_estimates, classes, held_out):
                      'unreliable; train it longer or with the estimate and estimate again')
     if sum(roi['pseudo_complete_cells']) == sum(roi['labeled_cells']):
         found.append(NO_UNLABELED_CELL)
-    for cls, bbe in zip(classes, roi['bbe']):
-        if bbe['prior'] is not None and bbe['q_u'] == 1:
-            found.append(f'BBE ({cls}): the best bin is the whole score range, the RoI '
-                         'scores do not separate labeled from unlabeled RoIs')
+    bbe = next((entry for entry in roi['bbe'] if entry['prior'] is not None), None)
+    if bbe is not None and bbe['q_u'] == 1:  # one cell-level bin for every class
+        found.append('BBE: the best bin is the whole cell-score range, the RoI scores do '
+                     'not separate labeled from unlabeled RoIs')
     return found
 
 

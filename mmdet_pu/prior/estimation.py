@@ -19,9 +19,16 @@ labels the *oracle* share is the share of samples the stage's assigner makes pos
                                            + sqrt(log(4/delta) / (2 n_p)))] / q_p(z)
       alpha = q_u(z*) / q_p(z*),   pi = (n_p + alpha n_u) / (n_p + n_u)
 
-  RoI stage, one class ``m`` at a time (``P_m`` vs U, the probability of class ``m``);
-  the labeled cells' own boxes, added to the proposals in training, are left out of P
-  for ``alpha`` and counted in ``n_p``.
+  RoI stage, on the *cell score* (``1 - p_bg`` of a softmax head with a background
+  logit; ``1 - prod_m (1 - p_m)`` of a sigmoid one) with the labeled RoIs of every class
+  as P: ``alpha`` is the share of cells of any class in U. With several classes those
+  ``alpha n_u`` unlabeled cells are split between the classes in proportion to the
+  detector's probability mass of each class over U, ``w_m = sum_U p_m / sum_U sum_k
+  p_k``, so ``pi_m = (n_p,m + w_m alpha n_u) / n`` (with one class ``w = 1``). BBE on each
+  class's own score (``P_m`` vs U) instead counts the cells of the other classes that
+  score as class ``m`` too: on CRCHistoPhenotypes' four classes it gave 3-4 times the
+  oracle shares (docs/research_log.md). The labeled cells' own boxes, added to the
+  proposals in training, are left out of P for ``alpha`` and counted in ``n_p``.
 * **Risk-matched prior**: the prior at which the losses' estimate of the negatives' risk,
   ``E_x[H(c,bg)] - sum_m pi_m E_{P_m}[H(c,bg)]`` (Eqs. 8 and 15), removes exactly what
   the positives contribute to ``E_x[H(c,bg)]`` over the N sampled RoIs::
@@ -277,6 +284,66 @@ def risk_matched_priors(bg_ce: np.ndarray, labels: np.ndarray, assigned: np.ndar
     return found
 
 
+def cell_scores(scores: np.ndarray, softmax: bool) -> np.ndarray:
+    """(K,) the probability that a sample is a cell of any class, from its (K, C) class
+    probabilities: ``1 - p_bg`` (their sum) for a softmax head with a background logit,
+    ``1 - prod_m (1 - p_m)`` for independent (sigmoid) class scores."""
+    if softmax:
+        return np.clip(scores.sum(axis=1), 0.0, 1.0)
+    return 1.0 - np.prod(1.0 - scores, axis=1)
+
+
+def split_cell_bbe(labels: np.ndarray, is_gt: np.ndarray, scores: np.ndarray,
+                   softmax: bool = True, delta: float = 0.1,
+                   gamma: float = 0.01) -> List[dict]:
+    """Per class the RoI stage's BBE share (module docstring): BBE of the cells of any
+    class in U on the cell score (:func:`cell_scores`), split between the classes by
+    the detector's probability mass of each over U.
+
+    Args:
+        labels: (K,) class of the labeled cell of a sampled RoI (P), -1 for U.
+        is_gt: (K,) the RoI is a labeled cell's own box; left out of P for ``alpha``
+            unless no proposal matched a labeled cell.
+        scores: (K, C) class probabilities.
+        softmax: the probabilities are a softmax's with a background logit.
+        delta, gamma: BBE's confidence parameters.
+
+    Returns:
+        list[dict]: per class ``prior``, ``alpha`` (the class's share of U,
+        ``w_m alpha``), ``split`` (``w_m``) and the cell-level BBE's ``z``, ``q_p``,
+        ``q_u``, ``n_p`` (the P scores used), ``upper_bound`` and ``p_includes_gt``;
+        ``prior`` None and ``error`` for a class without a labeled RoI, or for all when
+        BBE has no estimate.
+    """
+    num_classes = scores.shape[1]
+    unlabeled = labels < 0
+    positives = labels >= 0
+    p_includes_gt = not (positives & ~is_gt).any()  # no proposal matched a cell
+    if not p_includes_gt:
+        positives = positives & ~is_gt
+    cells = cell_scores(scores, softmax)
+    try:
+        result = best_bin_estimate(cells[positives], cells[unlabeled], delta=delta,
+                                   gamma=gamma)
+    except ValueError as error:
+        return [dict(prior=None, error=str(error)) for _ in range(num_classes)]
+    mass = scores[unlabeled].sum(axis=0)
+    split = mass / mass.sum() if mass.sum() > 0 else np.full(num_classes, 1 / num_classes)
+    found = []
+    for m in range(num_classes):
+        n_p = int((labels == m).sum())
+        if not n_p:
+            found.append(dict(prior=None, error=f'no labeled RoI of class {m} (n_p=0)'))
+            continue
+        alpha = float(split[m] * result.alpha)
+        found.append(dict(prior=prior_from_mixture(alpha, n_p, int(unlabeled.sum()),
+                                                   n=len(labels)),
+                          alpha=alpha, split=float(split[m]), z=result.threshold,
+                          q_p=result.q_p, q_u=result.q_u, n_p=result.n_p,
+                          upper_bound=result.upper_bound, p_includes_gt=p_includes_gt))
+    return found
+
+
 def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
                     delta: float = 0.1, gamma: float = 0.01,
                     estimator: str = 'union') -> Dict[str, dict]:
@@ -312,23 +379,8 @@ def estimate_priors(images: Sequence[ImageSamples], num_classes: int,
                     c=_ratio(get['labeled_cells'], cells),
                     c_all=_ratio([get['labeled_cells'].sum()], [cells.sum()])[0])
 
-    bbe = []
-    for m in range(num_classes):
-        positives = labels == m
-        p_includes_gt = not (positives & ~is_gt).any()  # no proposal matched a cell
-        if not p_includes_gt:
-            positives = positives & ~is_gt
-        try:
-            result = best_bin_estimate(scores[positives, m], scores[unlabeled, m],
-                                       delta=delta, gamma=gamma)
-        except ValueError as error:
-            bbe.append(dict(prior=None, error=str(error)))
-            continue
-        bbe.append(dict(prior=prior_from_mixture(result.alpha, n_p[m],
-                                                 int(unlabeled.sum()), n=len(labels)),
-                        alpha=result.alpha, z=result.threshold, q_p=result.q_p,
-                        q_u=result.q_u, n_p=result.n_p, upper_bound=result.upper_bound,
-                        p_includes_gt=p_includes_gt))
+    bbe = split_cell_bbe(labels, is_gt, scores, softmax=get['roi_bg_ce'] is not None,
+                         delta=delta, gamma=gamma)
 
     def risk_matched(assigned):
         if get['roi_bg_ce'] is None or assigned is None:

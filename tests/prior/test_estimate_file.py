@@ -118,7 +118,7 @@ def test_report_warns_when_the_detector_cannot_support_an_estimate():
     assert len(report['warnings']) == 3
     assert 'the RoI estimates differ by 0.800 (> 0.05)' in report['warnings'][0]
     assert 'found no unlabeled cell' in report['warnings'][1]
-    assert 'BBE (cell): the best bin is the whole score range' in report['warnings'][2]
+    assert 'BBE: the best bin is the whole cell-score range' in report['warnings'][2]
     assert 'warning: the detector found no unlabeled cell' in format_table(report)
     # such a BBE estimate is not used
     assert report['recommended']['estimator'] == 'label_frequency'

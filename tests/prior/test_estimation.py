@@ -189,13 +189,34 @@ def test_multi_class_estimates_and_missing_classes():
     assert roi['n_p'] == [1, 1, 0]
     assert roi['label_frequency']['priors'] == [0.5, 0.25, 0.0]
     assert roi['label_frequency']['c'] == [0.5, 1.0, None]
-    assert roi['bbe'][0]['prior'] == pytest.approx((1 + 0.5 * 2) / 4)
-    assert roi['bbe'][1]['prior'] == pytest.approx(1 / 4)  # nothing of class 1 in U
+    # sigmoid scores (no H(c, bg)): cell score 1 - prod(1 - p), 0.82 for P and the first
+    # unlabeled RoI, 0.19 for the second; half of U are cells, split 0.9 : 0.2 : 0
+    assert roi['bbe'][0]['prior'] == pytest.approx((1 + 0.5 * 2 * 0.9 / 1.1) / 4)
+    assert roi['bbe'][1]['prior'] == pytest.approx((1 + 0.5 * 2 * 0.2 / 1.1) / 4)
+    assert roi['bbe'][0]['z'] == pytest.approx(0.82)
     assert roi['bbe'][2]['prior'] is None and 'n_p=0' in roi['bbe'][2]['error']
     assert roi['oracle'] is None and result['rpn']['oracle'] is None
     assert roi['risk_matched'] is None and roi['risk_matched_oracle'] is None
     with pytest.raises(ValueError, match='expected \\(K, 2\\)'):
         estimate_priors(images, num_classes=2)
+
+
+def test_bbe_of_several_classes_splits_the_cells_of_any_class():
+    # softmax scores (with H(c, bg)): P of three classes at cell score 0.75; U holds two
+    # cells (0.75, mostly class 0) and two background RoIs (0.0625)
+    scores = [[0.5, 0.25, 0.0], [0.25, 0.5, 0.0], [0.0, 0.25, 0.5],
+              [0.75, 0.0, 0.0], [0.5, 0.25, 0.0], [0.0625, 0.0, 0.0], [0.0, 0.0625, 0.0]]
+    images = [_image(roi_labels=[0, 1, 2, -1, -1, -1, -1], roi_is_gt=[0] * 7,
+                     roi_scores=scores, roi_pseudo=[0, 1, 2, 0, 0, -1, -1],
+                     roi_bg_ce=[0.1] * 7, rpn_labeled=[1], rpn_pseudo=[1],
+                     labeled_cells=[1, 1, 1], pseudo_cells=[3, 1, 1])]
+    bbe = estimate_priors(images, num_classes=3)['roi']['bbe']
+    split = np.array([1.3125, 0.3125, 0.0]) / 1.625  # each class's probability mass over U
+    assert [b['split'] for b in bbe] == pytest.approx(split)
+    assert [b['prior'] for b in bbe] == pytest.approx((1 + 0.5 * 4 * split) / 7)
+    # together the classes hold the cell-level estimate, (n_p + alpha n_u) / n
+    assert sum(b['prior'] for b in bbe) == pytest.approx((3 + 0.5 * 4) / 7)
+    assert {b['z'] for b in bbe} == {0.75}
 
 
 RPN_TRAIN_CFG = ConfigDict(

@@ -26,8 +26,9 @@ labels the *oracle* share is the share of samples the stage's assigner makes pos
   detector's probability mass of each class over U, ``w_m = sum_U p_m / sum_U sum_k
   p_k``, so ``pi_m = (n_p,m + w_m alpha n_u) / n`` (with one class ``w = 1``). BBE on each
   class's own score (``P_m`` vs U) instead counts the cells of the other classes that
-  score as class ``m`` too: on CRCHistoPhenotypes' four classes it gave 3-4 times the
-  oracle shares (docs/research_log.md). The labeled cells' own boxes, added to the
+  score as class ``m`` too: on CRCHistoPhenotypes' four classes it gave 1.2-8 times the
+  oracle shares, the split within 15 % of them but for one class of twelve
+  (docs/research_log.md). The labeled cells' own boxes, added to the
   proposals in training, are left out of P for ``alpha`` and counted in ``n_p``.
 * **Risk-matched prior**: the prior at which the losses' estimate of the negatives' risk,
   ``E_x[H(c,bg)] - sum_m pi_m E_{P_m}[H(c,bg)]`` (Eqs. 8 and 15), removes exactly what

@@ -110,7 +110,7 @@ def build_report(estimates, keys, classes, anchor, trained_with, held_out=True,
     return dict(
         classes=list(classes), anchor_class=classes[anchor] if len(classes) > 1 else None,
         trained_with=trained_with, stages=stages,
-        warnings=warnings(roi, roi_estimates, classes, held_out), notes=notes,
+        warnings=warnings(roi, roi_estimates, held_out), notes=notes,
         recommended=recommended, cfg_options=options, **extra)
 
 
@@ -136,7 +136,7 @@ def class_priors(roi_estimates, estimator, classes, notes):
     return priors
 
 
-def warnings(roi, roi_estimates, classes, held_out):
+def warnings(roi, roi_estimates, held_out):
     """Signs that the provisional detector cannot support an estimate (the two shares
     are compared on held-out images only: on the training images BBE falls low)."""
     found = []

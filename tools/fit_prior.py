@@ -8,7 +8,7 @@ Usage::
          --final {self-trained,criterion,fused,distilled}]
         [--uncertain-score SCORE] [--self-train-init {scratch,chosen}]
         [--pseudo-labels-from {more,provisional,chosen,fused}]
-        [--no-box-fit] [--jobs N]
+        [--guard {auto,on,off}] [--no-box-fit] [--jobs N]
         [--cfg-options KEY=VALUE ...]
 
 Trains the config (the provisional detector; a Faster R-CNN or Cascade R-CNN with box-fit
@@ -36,7 +36,12 @@ their validation threshold (``distill_labels.json``; those from 0.1 up to it ign
 read at 0.5. ``--final fused``: the fused detector itself (about as slow at inference
 as the trainings together; it ranks better on some data, docs/experiments.md);
 ``--final self-trained``: the self-trained detector alone; ``--final criterion``: the
-best of all by the same criterion. No complete labels needed. Written to ``DIR`` (default
+best of all by the same criterion. With several classes (``--guard auto``; ``on``
+with one) the config also trains with the detector's own classification loss (the
+reference, ``reference/``), and a class it ranks better on the labeled validation
+cells (a paired bootstrap over the images, 95 %) is taken from it: the fit then returns
+``guarded/``, its detector and the reference as one ``FusedEnsemble`` with votes per
+class. No complete labels needed. Written to ``DIR`` (default
 ``work_dirs/<config name>_fit_prior``): ``fit_prior.pth`` (the chosen checkpoint),
 ``fit_prior_config.py`` (its config: ``tools/test.py``, ``tools/infer_slide.py`` take
 the two), ``fit_prior.json`` (every training, the estimates, the choice and why;
@@ -51,6 +56,7 @@ import os.path as osp
 import sys
 
 from cellio.cli import RUN_ERRORS, positive_float, report_user_errors
+from mmdet_pu.workflow.class_guard import GUARD_CHOICES
 from mmdet_pu.workflow.fit_options import (DEFAULT_FACTORS, FINAL_CHOICES,
                                            PSEUDO_LABEL_SOURCES, SELF_TRAIN_INITS,
                                            SELF_TRAIN_LOSSES, SELF_TRAIN_MIN_SCORE,
@@ -107,6 +113,11 @@ def parse_args(argv=None):
                         'as cells nor as background (e.g. '
                         f'{SELF_TRAIN_UNCERTAIN_SCORE:g}; default: none, they stay '
                         'unlabeled)')
+    parser.add_argument('--guard', choices=GUARD_CHOICES, default='auto',
+                        help="train the config with the detector's own classification "
+                        'loss too (the reference) and take from it the classes it ranks '
+                        'better on the labeled validation cells: auto (default) with '
+                        'several classes, on, off')
     parser.add_argument('--no-box-fit', dest='box_fit', action='store_false',
                         help='train a Faster R-CNN or Cascade R-CNN config without the '
                         'box-fit negatives the fit otherwise adds to it')
@@ -131,7 +142,7 @@ def main(argv=None):
                         final=args.final.replace('-', '_'), box_fit=args.box_fit,
                         uncertain_score=args.uncertain_score,
                         self_train_init=args.self_train_init,
-                        pseudo_labels_from=args.pseudo_labels_from,
+                        pseudo_labels_from=args.pseudo_labels_from, guard=args.guard,
                         echo=lambda msg: print(f'[fit_prior] {msg}', flush=True))
     print(f'\n{format_summary(summary)}\n[fit_prior] wrote {args.work_dir}/fit_prior.json, '
           'fit_prior.png and fit_prior.pth')

@@ -66,7 +66,7 @@ def counts_at(scores, labels, matched, num_gt, score_thr: float,
     return tp, fp, np.asarray(num_gt, dtype=np.int64) - tp
 
 
-def average_precision(scores, matched, num_gt: int) -> float:
+def average_precision(scores, matched, num_gt: float, weights=None) -> float:
     """All-point interpolated average precision of one class's ranked detections.
 
     With recall ``r_k`` and precision ``p_k`` of the detections kept at the k-th largest
@@ -75,12 +75,15 @@ def average_precision(scores, matched, num_gt: int) -> float:
         AP = sum_k (r_k - r_{k-1}) max_{j >= k} p_j
 
     the area under the precision-recall curve made monotone (VOC 2010 onwards). Cells
-    no detection matches lower the final recall, so they lower AP.
+    no detection matches lower the final recall, so they lower AP. With ``weights``
+    each detection counts that many times (a bootstrap resample's multiplicity of its
+    image, :mod:`.paired_bootstrap`; ``num_gt`` then the weighted cells).
 
     Args:
         scores: (N,) scores of the class's detections.
         matched: (N,) whether each is a TP.
         num_gt: ground-truth cells of the class.
+        weights: (N,) counts >= 0 of the detections (default: 1 each).
 
     Returns:
         AP in [0, 1]; NaN without ground truth (undefined), 0 with ground truth and no
@@ -92,11 +95,15 @@ def average_precision(scores, matched, num_gt: int) -> float:
     matched = np.asarray(matched, dtype=bool).reshape(-1)
     if not scores.size:
         return 0.0
+    weights = (np.ones_like(scores) if weights is None
+               else np.asarray(weights, dtype=np.float64).reshape(-1))
     order = np.argsort(-scores, kind='stable')
-    scores, matched = scores[order], matched[order]
-    tp = np.cumsum(matched)
+    scores, matched, weights = scores[order], matched[order], weights[order]
+    tp = np.cumsum(weights * matched)
+    kept = np.cumsum(weights)
     last = np.append(scores[1:] != scores[:-1], True)  # last detection of a tie group
     recall = tp[last] / num_gt
-    precision = tp[last] / (np.flatnonzero(last) + 1)
+    precision = np.divide(tp[last], kept[last], out=np.zeros(int(last.sum())),
+                          where=kept[last] > 0)
     envelope = np.maximum.accumulate(precision[::-1])[::-1]
     return float(np.sum(np.diff(recall, prepend=0.0) * envelope))

@@ -22,7 +22,9 @@ RETURNED_CONFIG = 'fit_prior_config.py'
 MADE_DETECTORS = dict(
     fused='the trainings fused; tools/test.py tests it with that checkpoint',
     distilled='the distilled detector as it trained, its validation dump recorded; '
-              'tools/test.py tests it with that checkpoint')
+              'tools/test.py tests it with that checkpoint',
+    guarded='the fit\'s detector and the reference with votes per class; tools/test.py '
+            'tests it with that checkpoint')
 
 
 def link_checkpoint(source: str, target: str) -> None:
@@ -152,6 +154,13 @@ def format_summary(summary: dict) -> str:
         lines.append(_detector_line('fused', votes, fused, '-'))
     if distilled:
         lines.append(_detector_line('distilled', 'own loss', distilled, '-'))
+    guard = summary.get('guard')
+    if guard:
+        lines.append(_detector_line('reference', 'own loss', guard['reference'], '-'))
+        taken = [name for name, c in guard['classes'].items() if c['from_reference']]
+        if summary.get('guarded'):
+            lines.append(_detector_line('guarded', 'from the reference: ' + ', '.join(taken),
+                                        summary['guarded'], '-'))
     lines.append(f'chosen: {summary["chosen"]} ({summary["reason"]}); checkpoint '
                  f'{summary["checkpoint"]}')
     if summary['chosen_config'] != summary['config']:

@@ -17,7 +17,7 @@ time, recorded in ``run.json``).
 """
 import os
 import os.path as osp
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import torch
 from mmengine.config import Config
@@ -145,22 +145,32 @@ def fused_run(runs: Sequence[Run], work_dir: str, name: str = 'fused',
     ``weights``: each run's share of the vote (default equal). A finished one is reused
     when its members' checkpoints, their :func:`file_stamps` and the weights are those
     it was made of."""
-    out_dir = osp.join(work_dir, name)
+    weights = None if weights is None else [float(w) for w in weights]
+    return ensemble_run(
+        osp.join(work_dir, name), name, [run.last_checkpoint() for run in runs],
+        lambda: ensemble_config(dumped_config(runs[0]), len(runs), iou_thr, weights),
+        dict(weights=weights))
+
+
+def ensemble_run(out_dir: str, name: str, members: Sequence[str],
+                 make_config: Callable[[], Config], settings: dict) -> Run:
+    """The ensemble of the checkpoints ``members`` in ``out_dir`` (``<name>_config.py``
+    from ``make_config()``, :data:`CHECKPOINT`, ``run.json``), evaluated; a finished one
+    is reused when its members, their :func:`file_stamps` and ``settings`` (what else
+    the config was made of, JSON values) are those it was made of."""
     config = osp.join(out_dir, f'{name}_config.py')
     checkpoint = osp.join(out_dir, CHECKPOINT)
-    members = [run.last_checkpoint() for run in runs]
-    made_of = dict(members=members, member_stamps=file_stamps(members),
-                   weights=None if weights is None else [float(w) for w in weights])
-    fused = Run(config, out_dir, [], name=name)
-    record = fused.record() or {}
-    if fused.tested() and all(record.get(key) == value for key, value in made_of.items()):
-        return fused
+    made_of = dict(members=list(members), member_stamps=file_stamps(members), **settings)
+    ensemble = Run(config, out_dir, [], name=name)
+    record = ensemble.record() or {}
+    if ensemble.tested() and all(record.get(key) == value
+                                 for key, value in made_of.items()):
+        return ensemble
     os.makedirs(out_dir, exist_ok=True)
-    write_atomic(config, ensemble_config(dumped_config(runs[0]), len(runs), iou_thr,
-                                         made_of['weights']).pretty_text)
+    write_atomic(config, make_config().pretty_text)
     write_ensemble_checkpoint(members, checkpoint)
     write_atomic(osp.join(out_dir, 'last_checkpoint'), checkpoint)
     evaluate(config, checkpoint, out_dir)
-    write_record(fused.record_file, dict(config=config, options=[], trained=True,
-                                         **made_of))
-    return fused
+    write_record(ensemble.record_file, dict(config=config, options=[], trained=True,
+                                            **made_of))
+    return ensemble

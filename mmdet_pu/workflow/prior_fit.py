@@ -48,7 +48,13 @@ RoI heads, ``RandomSampler``) learns the box-fit negatives of its labeled cells
    (``distilled/``), returned with ``distilled/distilled_config.py`` and read at 0.5.
    ``final='fused'``: the fused detector itself (the trainings' inference cost
    together); ``final='self_trained'``: the self-trained detector alone,
-   ``final='criterion'``: the training with the best criterion.
+   ``final='criterion'``: the training with the best criterion;
+7. the class guard (``guard='auto'``: with several classes; :mod:`.class_guard`,
+   docs/method.md#class-guard): ``reference/``, the config with the detector's own
+   classification losses, trains beside step 3; a class it ranks better on the labeled
+   validation cells (a paired bootstrap over the images) is taken from it, and the fit
+   returns ``guarded/``, a ``FusedEnsemble`` of its detector and the reference with
+   votes per class.
 
 It leaves ``fit_prior.pth`` (a hard link to the chosen run's last checkpoint, a copy on
 another file system) with its config ``fit_prior_config.py``
@@ -56,7 +62,8 @@ another file system) with its config ``fit_prior_config.py``
 take the two whatever the fit chose), ``fit_prior.json`` (the estimates, every training's priors,
 validation recall, criterion and test metrics, those of the fused detector under
 ``fused`` and of the distilled one under ``distilled`` when the fit made them, those of
-``fused_first/`` under ``fused_source`` when the round learned it, the choice and why;
+``fused_first/`` under ``fused_source`` when the round learned it, the guard's
+comparison under ``guard`` and the guarded detector under ``guarded``, the choice and why;
 ``chosen_config`` with ``chosen_cfg_options`` tests the returned detector) and
 ``fit_prior.png`` (the criterion and the validation recall against the prior of the
 main stage, :func:`mmdet_pu.prior.estimate_file.main_stage`).
@@ -69,6 +76,8 @@ from mmdet_pu.prior.candidates import (ROI_ESTIMATOR, RPN_ESTIMATOR, candidate_k
                                        candidate_options, estimated_shares, option_strings,
                                        stage_estimator)
 from mmdet_pu.prior.estimate_file import main_stage, read_estimate
+from .class_guard import (GUARD_LEVEL, GUARDED, compare_classes, describe, flagged,
+                          guard_summary, guarded_run, guards, reference_run)
 from .distillation import DISTILLED, distilled_run, returned_config
 from .estimate import estimate_run
 from .fit_choice import ROUND_SHARE, choose_training, fusion_weights, training_row
@@ -91,22 +100,27 @@ ROUND_FIELDS = dict(self_train_loss='loss', uncertain_score='uncertain_score',
                     final='final')
 #: The keys of ``fit_prior.json`` that report the detectors the fit made beside its
 #: trainings, and their names (None when it made none).
-MADE_ENTRIES = dict(fused='fused', distilled=DISTILLED, fused_source=FUSED_SOURCE)
+MADE_ENTRIES = dict(fused='fused', distilled=DISTILLED, fused_source=FUSED_SOURCE,
+                    guarded=GUARDED)
 
 
 class Trainings(NamedTuple):
     """The trainings of a fit so far: the estimate report they come from, their rows
-    (:func:`~.fit_choice.training_row`, in order) and their runs by name."""
+    (:func:`~.fit_choice.training_row`, in order), their runs by name and the class
+    guard's reference training (:mod:`.class_guard`; None when the fit does not guard)."""
     report: dict
     rows: List[dict]
     runs: Dict[str, Run]
+    reference: Optional[Run] = None
 
 
 def first_trainings(config: str, work_dir: str, cfg_options: Sequence[str],
                     seed_option: str, factors: Sequence[float], jobs: int,
-                    echo: Callable[[str], None]) -> Trainings:
+                    echo: Callable[[str], None], guard: str = 'off') -> Trainings:
     """Steps 1-3 of the fit (module docstring): the provisional training, the estimate
-    from it (``estimate.json``, kept when present) and one training per factor."""
+    from it (``estimate.json``, kept when present) and one training per factor, beside
+    them the class guard's reference when ``guard`` (one of
+    :data:`~.class_guard.GUARD_CHOICES`) asks for it with the estimate's classes."""
     provisional = Run(config, osp.join(work_dir, 'provisional'),
                       [*cfg_options, seed_option], name='provisional')
     echo('training 1: the provisional detector (the config\'s priors)')
@@ -122,13 +136,19 @@ def first_trainings(config: str, work_dir: str, cfg_options: Sequence[str],
                         name=factor_dir(factor))
             for factor, opts in candidates.items()}
     echo(f'trainings 2-{len(runs) + 1}: the estimates times {list(factors)} (in odds)')
-    run_all(list(runs.values()), jobs=jobs, echo=echo)
+    reference = (reference_run(config, work_dir, provisional.options)
+                 if guards(guard, len(report['classes'])) else None)
+    if reference is not None:
+        echo(f'training {len(runs) + 2}: the class guard\'s reference, the config with the '
+             'detector\'s own classification loss')
+    run_all([*runs.values(), *([reference] if reference else [])], jobs=jobs, echo=echo)
     keys = candidate_keys(report)
     rows = [training_row(0, provisional, dict(report['trained_with']))]
     rows += [training_row(i, run, {stage: candidates[factor].get(key)
                                    for stage, key in keys.items()})
              for i, (factor, run) in enumerate(runs.items(), start=1)]
-    return Trainings(report, rows, {run.name: run for run in (provisional, *runs.values())})
+    return Trainings(report, rows, {run.name: run for run in (provisional, *runs.values())},
+                     reference)
 
 
 def self_training_round(config: str, work_dir: str, cfg, trainings: Trainings,
@@ -214,10 +234,43 @@ def returned_detector(work_dir: str, trainings: Trainings, final: str, learned: 
         f'threshold on the training split of {fusion}')
 
 
+def guard_classes(work_dir: str, trainings: Trainings, chosen: dict, reason: str,
+                  made: Dict[str, dict], echo: Callable[[str], None]):
+    """Step 7 of the fit (:mod:`.class_guard`): ``chosen`` (the detector the fit
+    returns so far) against the reference, class by class. Returns ``(row, reason,
+    report)``: ``chosen`` and ``reason`` unchanged when the reference ranks no class
+    better, else the guarded detector's row (added to ``made`` and the runs) and the
+    reason extended; ``report`` is the ``guard`` entry of ``fit_prior.json``."""
+    reference, classes = trainings.reference, trainings.report['classes']
+    detector_run = trainings.runs[chosen['name']]
+    comparisons = compare_classes(detector_run.work_dir, reference)
+    echo(f'the class guard: {chosen["name"]} against the reference, per class on the '
+         'labeled validation cells')
+    describe(classes, comparisons, echo)
+    from_reference = flagged(comparisons)
+    reference_row = reported(training_row(len(trainings.rows), reference, {}))
+    if not any(from_reference):
+        echo(f'no class is ranked better by the reference: the fit returns {chosen["name"]}')
+        return chosen, reason, guard_summary(classes, comparisons, from_reference,
+                                             reference_row, None)
+    names = [name for name, flag in zip(classes, from_reference) if flag]
+    echo(f'{", ".join(names)} from the reference: one FusedEnsemble of {chosen["name"]} '
+         'and the reference with votes per class')
+    guarded = guarded_run(chosen, detector_run, reference, from_reference, work_dir)
+    trainings.runs[guarded.name] = guarded
+    made[guarded.name] = dict(training_row(len(trainings.rows), guarded, {}),
+                              config=guarded.config)
+    reason = (f'{reason}; {", ".join(names)} from the reference (the config with the '
+              "detector's own loss), which ranks their labeled validation cells better "
+              f'in at least {GUARD_LEVEL:.0%} of bootstrap resamples')
+    return made[guarded.name], reason, guard_summary(classes, comparisons, from_reference,
+                                                     reference_row, guarded.name)
+
+
 def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[str],
                 factors: Sequence[float], round_: Optional[SelfTraining],
                 trainings: Trainings, chosen: dict, made: Dict[str, dict],
-                checkpoint: str, reason: str) -> dict:
+                checkpoint: str, reason: str, guard: Optional[dict] = None) -> dict:
     """The content of ``fit_prior.json`` (module docstring); ``round_`` is None for a
     fit without self-training, ``made`` the rows of the detectors it made beside its
     trainings (:func:`self_training_round`). A returned row with its own ``config``
@@ -240,7 +293,7 @@ def fit_summary(config: str, seed: int, given: Sequence[str], added: Sequence[st
            for key, name in MADE_ENTRIES.items()},
         chosen=chosen['name'], checkpoint=checkpoint,
         chosen_config=chosen.get('config', returned.config), chosen_cfg_options=options,
-        reason=reason)
+        reason=reason, guard=guard)
 
 
 def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed: int = 0,
@@ -250,7 +303,7 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
               box_fit: bool = True,
               uncertain_score: Optional[float] = None,
               self_train_init: str = 'scratch',
-              pseudo_labels_from: str = 'more') -> dict:
+              pseudo_labels_from: str = 'more', guard: str = 'auto') -> dict:
     """Run the fit (module docstring) and write its outputs; returns the summary.
 
     ``box_fit``: every training of a Faster R-CNN or Cascade R-CNN config learns
@@ -266,11 +319,14 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     assigner that can ignore, :func:`~.pseudo_labels.ignore_options`, ignores none).
     ``self_train_init``: where the round starts, one of
     :data:`~.fit_options.SELF_TRAIN_INITS`. ``pseudo_labels_from``: whose detections the
-    round learns, one of :data:`~.fit_options.PSEUDO_LABEL_SOURCES`.
+    round learns, one of :data:`~.fit_options.PSEUDO_LABEL_SOURCES`. ``guard``: whether
+    the fit trains the reference and takes from it the classes it ranks better
+    (:mod:`.class_guard`), one of :data:`~.class_guard.GUARD_CHOICES` (``'auto'``: with
+    several classes).
 
     Raises:
         ValueError: a factor <= 0, an unknown ``self_train_loss``, ``final``,
-            ``self_train_init`` or ``pseudo_labels_from``, an ``uncertain_score``
+            ``self_train_init``, ``pseudo_labels_from`` or ``guard``, an ``uncertain_score``
             outside [0, :data:`~.fit_options.SELF_TRAIN_MIN_SCORE`), or a work dir
             holding runs or pseudo-labels of other options, or pseudo-labels of a
             checkpoint changed since (:func:`~.self_training.check_pseudo_source`).
@@ -286,18 +342,23 @@ def fit_prior(config: str, work_dir: str, cfg_options: Sequence[str] = (), seed:
     added = box_fit_options(cfg) if box_fit else []
     if added:
         echo('box-fit negatives in every training: ' + ' '.join(added))
+    guards(guard, 1)  # an unknown choice fails before any training
     trainings = first_trainings(config, work_dir, [*added, *cfg_options],
-                                f'randomness.seed={seed}', factors, jobs, echo)
+                                f'randomness.seed={seed}', factors, jobs, echo, guard)
     chosen, reason = choose_training(trainings.rows, echo)
     made = {}
     if self_train and chosen['checkpoint']:
         chosen, reason, made = self_training_round(config, work_dir, cfg, trainings,
                                                    chosen, round_, echo)
+    guard_report = None
+    if trainings.reference is not None and chosen['checkpoint']:
+        chosen, reason, guard_report = guard_classes(work_dir, trainings, chosen, reason,
+                                                     made, echo)
     checkpoint = osp.join(work_dir, 'fit_prior.pth')
     link_checkpoint(chosen['checkpoint'], checkpoint)
     summary = fit_summary(config, seed, cfg_options, added, factors,
                           round_ if self_train else None, trainings, chosen, made,
-                          checkpoint, reason)
+                          checkpoint, reason, guard_report)
     summary['returned_config'] = write_returned_config(
         chosen, trainings.runs[chosen['name']], work_dir)
     write_json(osp.join(work_dir, FIT_SUMMARY), summary)

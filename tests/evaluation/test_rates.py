@@ -20,6 +20,19 @@ def test_average_precision_by_hand():
                                                                          [1, 0], 1) == 0.5
 
 
+def test_weighted_detections_count_as_often_as_their_weight():
+    scores, matched = [0.9, 0.8, 0.6, 0.2], [1, 0, 1, 0]
+    # weight 2 on every detection and the cells: the same curve
+    assert average_precision(scores, matched, 6, weights=[2, 2, 2, 2]) == pytest.approx(
+        average_precision(scores, matched, 3))
+    # the first TP twice: as if it were listed twice (with two cells behind it)
+    assert average_precision(scores, matched, 4, weights=[2, 1, 1, 1]) == pytest.approx(
+        average_precision([0.9, 0.9, 0.8, 0.6, 0.2], [1, 1, 0, 1, 0], 4))
+    # weight 0 drops a detection: no precision of an empty set before it
+    assert average_precision(scores, matched, 2, weights=[0, 1, 1, 1]) == pytest.approx(
+        average_precision([0.8, 0.6, 0.2], [0, 1, 0], 2))
+
+
 def test_counts_at_a_threshold_equal_matching_at_that_threshold():
     """Greedy matching in score order: matching every detection once gives the counts of
     matching only those above any threshold."""

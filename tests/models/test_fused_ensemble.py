@@ -10,6 +10,7 @@ from mmengine.runner import load_checkpoint
 
 from mmdet_pu.apis.slide_model import classifier_classes, init_slide_model
 from mmdet_pu.models.detectors import FusedEnsemble, fuse_detections
+from mmdet_pu.models.detectors.box_fusion import threshold_exponent
 from mmdet_pu.workflow.fused_ensemble import (MEMBER_SCORE_FLOOR, ensemble_config,
                                               write_ensemble_checkpoint)
 from tests._data import make_tiny_coco, pu_model_extra, write_tiny_config
@@ -75,6 +76,48 @@ def test_weighted_members_vote_with_their_share_for_score_and_box():
     with pytest.raises(ValueError, match='expected 2 weights >= 0'):
         fuse_detections([t([[0, 0, 1, 1]])] * 2, [t([1])] * 2, [labels(0)] * 2,
                         weights=[1, -1])
+
+
+def test_per_class_weights_take_each_class_from_the_members_that_vote_for_it():
+    member_a = (t([[0, 0, 10, 10], [20, 20, 30, 30]]), t([0.9, 0.8]), labels(0, 1))
+    member_b = (t([[1, 0, 11, 10], [21, 20, 31, 30]]), t([0.3, 0.2]), labels(0, 1))
+    boxes, scores, found = fuse_detections(
+        *zip(member_a, member_b), weights=[[1, 0], [0, 2]])
+    # class 0 is member a's alone, class 1 member b's alone (its weight normalised to 1)
+    assert found.tolist() == [0, 1]
+    assert scores.tolist() == pytest.approx([0.9, 0.2])
+    assert boxes.tolist() == [pytest.approx([0, 0, 10, 10]), pytest.approx([21, 20, 31, 30])]
+    # a class both vote for fuses at that class's shares
+    _, shared, _ = fuse_detections(*zip(member_a, member_b), weights=[[1, 3], [1, 1]])
+    assert sorted(shared.tolist()) == pytest.approx(sorted([0.6, 0.8 * 0.75 + 0.2 * 0.25]))
+
+
+def test_score_exponents_move_a_members_scores_and_keep_their_order():
+    scores = t([0.04, 0.2, 0.09])
+    boxes = t([[0, 0, 10, 10], [20, 0, 30, 10], [40, 0, 50, 10]])
+    exponent = threshold_exponent(0.09)  # the member's threshold 0.09 reads 0.5
+    _, mapped, _ = fuse_detections([boxes], [scores], [labels(0, 0, 0)],
+                                   score_exponents=[[exponent]])
+    assert mapped.tolist() == pytest.approx(sorted((scores ** exponent).tolist(),
+                                                   reverse=True))
+    assert 0.09 ** exponent == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r'expected a threshold in \(0, 1\), got 1'):
+        threshold_exponent(1)
+
+
+def test_bad_per_class_weights_and_exponents():
+    one = ([t([[0, 0, 1, 1]])] * 2, [t([1])] * 2, [labels(1)] * 2)
+    with pytest.raises(ValueError, match=r'class 1: expected weights >= 0, not all 0'):
+        fuse_detections(*one, weights=[[1, 0], [1, 0]])
+    with pytest.raises(ValueError, match='one list per member, all of one length'):
+        fuse_detections(*one, weights=[[1, 1], [1]])
+    with pytest.raises(ValueError, match='given for 1 classes, got a detection of class 1'):
+        fuse_detections(*one, weights=[[1], [1]], score_exponents=[[1.0], [2.0]])
+    with pytest.raises(ValueError, match='expected exponents > 0'):
+        fuse_detections(*one, score_exponents=[[1.0, 0.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match='weights for 2 classes but score exponents for 3'):
+        fuse_detections(*one, weights=[[1, 1], [1, 1]],
+                        score_exponents=[[1, 1, 1], [1, 1, 1]])
 
 
 def test_no_detection_and_bad_arguments():

@@ -11,7 +11,7 @@ from mmengine.config import Config
 from mmdet_pu.apis.cohort_records import read_slide_record
 from mmdet_pu.evaluation.metric_dump import read_validation_thr
 from mmdet_pu.prior.candidates import estimated_shares, scale_odds
-from mmdet_pu.workflow import self_training
+from mmdet_pu.workflow import class_guard, self_training
 from mmdet_pu.workflow.fit_choice import criterion_shares, fusion_weights
 from mmdet_pu.workflow.fit_options import (SELF_TRAIN_MIN_SCORE, SELF_TRAIN_UNCERTAIN_SCORE,
                                            box_fit_options, load_fit_config)
@@ -238,6 +238,8 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     distilled = fit_prior(config, str(work), [given], factors=(0.5, 2.0),
                           echo=lambda msg: None, uncertain_score=band)  # the default
     check_the_distilled_detector_is_returned(distilled, work, tmp_path)
+    check_the_guard_takes_classes_from_the_reference(config, work, [given], band,
+                                                     monkeypatch, tmp_path)
 
     # the round learns the first trainings fused instead (their round removed first)
     (work / 'pseudo_labels.json').unlink()
@@ -267,6 +269,57 @@ def test_tiny_fit_trains_estimates_chooses_and_resumes(tmp_path, monkeypatch):
     assert reported['name'] == 'fused_first' and reported['test']['ap'] is not None
     assert reported['checkpoint'] == str(work / 'fused_first' / 'fused.pth')
     assert again['trainings'][-1]['name'] == 'self_trained'
+
+
+def check_the_guard_takes_classes_from_the_reference(config, work, options, band,
+                                                     monkeypatch, tmp_path):
+    """``guard='on'`` (one class; ``'auto'`` guards only several): the reference, the
+    config with its own cross entropy, trains on the provisional's options; a class it
+    ranks better in GUARD_LEVEL of the resamples is taken from it (with the level at 0,
+    every class): the fit returns the distilled detector and the reference as one
+    FusedEnsemble with votes per class, its members keeping every score, and the fused
+    detector's members when it returns that one."""
+    summary = fit_prior(config, str(work), options, factors=(0.5, 2.0),
+                        echo=lambda msg: None, uncertain_score=band, guard='on')
+    reference = Config.fromfile(work / 'reference_config.py')
+    assert reference.model.rpn_head.loss_cls.type == 'CrossEntropyLoss'
+    assert reference.model.roi_head.bbox_head.loss_cls.type == 'CrossEntropyLoss'
+    trained_with = json.loads((work / 'reference' / 'run.json').read_text())['options']
+    assert trained_with[:2] == FASTER_BOX_FIT and not any('prior' in o for o in trained_with)
+    (name, compared), = summary['guard']['classes'].items()
+    assert 0 <= compared['reference_better'] <= 1 and compared['val_ap'] is not None
+    if not compared['from_reference']:
+        assert summary['chosen'] == 'distilled' and summary['guarded'] is None
+
+    monkeypatch.setattr(class_guard, 'GUARD_LEVEL', 0.0)
+    guarded = fit_prior(config, str(work), options, factors=(0.5, 2.0),
+                        echo=lambda msg: None, uncertain_score=band, guard='on')
+    assert guarded['chosen'] == 'guarded' and f'{name} from the reference' in guarded['reason']
+    assert guarded['guard']['classes'][name]['from_reference']
+    cfg = Config.fromfile(work / 'guarded' / 'guarded_config.py')
+    assert cfg.model.type == 'FusedEnsemble' and cfg.model.weights == [[0.0], [1.0]]
+    assert cfg.model.score_exponents[0] == [1.0]
+    assert cfg.model.score_exponents[1][0] == pytest.approx(
+        class_guard.reference_exponent(class_guard.reference_run(
+            config, str(work), trained_with)))
+    assert cfg.model.detector.test_cfg.rcnn.score_thr == 0  # the reference's low scores
+    members = torch.load(work / 'guarded' / 'fused.pth', map_location='cpu',
+                         weights_only=False)['meta']['members']
+    assert members == [str(work / 'distilled' / 'iter_2.pth'),
+                       str(work / 'reference' / 'iter_2.pth')]
+    assert os.path.samefile(work / 'fit_prior.pth', work / 'guarded' / 'fused.pth')
+    assert guarded['guarded']['test']['ap'] is not None and 'guarded' in format_summary(guarded)
+    tested = tmp_path / 'tested_guarded'
+    proc = run_script('tools/test.py', work / 'fit_prior_config.py', work / 'fit_prior.pth',
+                      '--work-dir', tested)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the fused detector returned: its four members and their votes, then the reference
+    fused = fit_prior(config, str(work), options, factors=(0.5, 2.0),
+                      echo=lambda msg: None, uncertain_score=band, guard='on',
+                      final='fused')
+    cfg = Config.fromfile(work / 'guarded' / 'guarded_config.py')
+    assert fused['chosen'] == 'guarded' and cfg.model.num_members == 5
+    assert cfg.model.weights == [[0.0]] * 4 + [[1.0]]
 
 
 def check_the_readme_runs_the_returned_detector(work, tmp_path):

@@ -31,7 +31,7 @@ from mmdet.utils import ConfigType, OptConfigType, OptMultiConfig
 from mmengine.structures import InstanceData
 from torch import Tensor, nn
 
-from .box_fusion import fuse_detections, member_weights
+from .box_fusion import fuse_detections, member_exponents, member_weights
 
 
 @MODELS.register_module()
@@ -45,11 +45,16 @@ class FusedEnsemble(BaseDetector):
         num_members: how many members, at least 1.
         iou_thr: the IoU above which a detection joins a cluster, in (0, 1).
         weights: each member's share of the vote, ``num_members`` numbers >= 0
-            (normalised; default: equal shares).
+            (normalised; default: equal shares), or per member one number per class
+            (each class's normalised over the members; 0: the member brings no
+            detection of that class).
+        score_exponents: per member one exponent > 0 per class: the member's scores
+            of the class enter the fusion as ``s ** e`` (default: unchanged).
     """
 
     def __init__(self, detector: ConfigType, num_members: int, iou_thr: float = 0.55,
-                 weights: Optional[Sequence[float]] = None,
+                 weights: Optional[Sequence] = None,
+                 score_exponents: Optional[Sequence[Sequence[float]]] = None,
                  data_preprocessor: OptConfigType = None,
                  init_cfg: OptMultiConfig = None) -> None:
         if not isinstance(num_members, int) or num_members < 1:
@@ -58,12 +63,14 @@ class FusedEnsemble(BaseDetector):
         if not 0 < iou_thr < 1:
             raise ValueError(f'FusedEnsemble: iou_thr must be in (0, 1), got {iou_thr!r}')
         weights = member_weights(weights, num_members)  # checked before building
+        exponents = None if score_exponents is None else member_exponents(
+            score_exponents, num_members)
         if data_preprocessor is None:
             data_preprocessor = copy.deepcopy(detector.get('data_preprocessor'))
         super().__init__(data_preprocessor=data_preprocessor, init_cfg=init_cfg)
         self.members = nn.ModuleList(
             MODELS.build(copy.deepcopy(detector)) for _ in range(num_members))
-        self.iou_thr, self.weights = iou_thr, weights
+        self.iou_thr, self.weights, self.score_exponents = iou_thr, weights, exponents
 
     def predict(self, batch_inputs: Tensor, batch_data_samples: SampleList,
                 rescale: bool = True) -> SampleList:
@@ -83,7 +90,8 @@ class FusedEnsemble(BaseDetector):
                              f'{len(self.members)} members, got {len(member_preds)}')
         bboxes, scores, labels = fuse_detections(
             [p.bboxes for p in member_preds], [p.scores for p in member_preds],
-            [p.labels for p in member_preds], self.iou_thr, self.weights)
+            [p.labels for p in member_preds], self.iou_thr, self.weights,
+            self.score_exponents)
         fused = InstanceData()
         fused.bboxes, fused.scores, fused.labels = bboxes, scores, labels
         return fused

@@ -98,6 +98,7 @@ class BlobEnsemble(FusedEnsemble):
         BaseDetector.__init__(self, data_preprocessor=DetDataPreprocessor())
         self.members = nn.ModuleList(members)
         self.iou_thr, self.weights = iou_thr, member_weights(weights, len(members))
+        self.score_exponents = None
         self.dataset_meta = members[0].dataset_meta
 
 

@@ -1,5 +1,6 @@
 """Fit the class prior of a config to its own data in at most four trainings, and
-return one detector (a fifth training).
+return one detector (a fifth training; a sixth guards the classes of a multi-class
+config).
 
 Usage::
 
@@ -68,7 +69,8 @@ from mmdet_pu.workflow.runs import check_run_arguments, default_work_dir
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Fit the class prior of a config to its data (<= 4 trainings)',
+        description='Fit the class prior of a config to its data (<= 4 trainings, a '
+        'fifth to distil them, a sixth to guard several classes)',
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument('config', help='a PU config (binary or multi-class; Faster '
                         'R-CNN, Cascade R-CNN or a dense detector)')

@@ -1,5 +1,6 @@
-"""Fit the class prior of a config to its own data in at most four trainings, and a
-fifth that distils them into one detector (``tools/fit_prior.py``; the rule and its evidence:
+"""Fit the class prior of a config to its own data in at most four trainings, a fifth
+that distils them into one detector and, with several classes, a sixth that guards the
+classes (``tools/fit_prior.py``; the rule and its evidence:
 docs/experiments.md, "A family of synthetic regimes").
 
 Every training of a Faster R-CNN or Cascade R-CNN config (softmax ``Shared2FCBBoxHead``

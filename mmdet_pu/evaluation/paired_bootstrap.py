@@ -40,8 +40,10 @@ def _class_rankings(report: dict, label: int):
         matched.append(np.asarray(found['matched'], dtype=bool)[of_class])
         image.append(np.full(int(of_class.sum()), index))
         cells.append(entry['tp'][label] + entry['fn'][label])
-    return (np.concatenate(scores), np.concatenate(matched), np.concatenate(image),
-            np.asarray(cells, dtype=np.float64))
+    scores, matched, image = (np.concatenate(v) for v in (scores, matched, image))
+    # ranked once: each resample's AP then sorts an already ordered array
+    order = np.argsort(-scores, kind='stable')
+    return scores[order], matched[order], image[order], np.asarray(cells, dtype=np.float64)
 
 
 def _image_keys(report: dict, path: str) -> List[tuple]:

@@ -27,8 +27,7 @@ from mmdet_pu.evaluation.paired_bootstrap import ClassComparison, compare_ap
 from mmdet_pu.models.detectors.box_fusion import member_weights, threshold_exponent
 from mmdet_pu.prior.keys import type_name
 from .distillation import STUDENT_SCORE_FLOOR
-from .fused_ensemble import (FUSION_IOU, dumped_config, ensemble_run, score_floor_key,
-                             standalone_config)
+from .fused_ensemble import FUSION_IOU, dumped_config, ensemble_config, ensemble_run
 from .own_loss import own_loss_options, write_own_loss_config
 from .runs import Run
 
@@ -97,14 +96,8 @@ def guarded_run(detector: dict, detector_run: Run, reference: Run,
     members.append(reference.last_checkpoint())
 
     def make_config() -> Config:
-        cfg = standalone_config(config)
-        if type_name(cfg.model) == 'FusedEnsemble':
-            cfg.model = cfg.model['detector']
-        cfg.merge_from_dict({f'model.{score_floor_key(cfg.model)}': STUDENT_SCORE_FLOOR})
-        cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=len(members),
-                         iou_thr=FUSION_IOU, weights=weights, score_exponents=exponents)
-        cfg.load_from = None
-        return cfg
+        return ensemble_config(config, len(members), FUSION_IOU, weights, exponents,
+                               score_floor=STUDENT_SCORE_FLOOR)
 
     return ensemble_run(osp.join(work_dir, GUARDED), GUARDED, members, make_config,
                         dict(weights=weights, score_exponents=exponents))

@@ -28,6 +28,7 @@ from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
 from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
+from mmdet_pu.prior.keys import type_name
 from .runs import Run
 
 #: IoU above which a detection joins a cluster of the fusion.
@@ -62,16 +63,24 @@ def standalone_config(config: str, detector_dir: str = os.curdir) -> Config:
 
 
 def ensemble_config(member_config: str, num_members: int, iou_thr: float = FUSION_IOU,
-                    weights: Optional[Sequence[float]] = None) -> Config:
+                    weights: Optional[Sequence] = None,
+                    score_exponents: Optional[Sequence[Sequence[float]]] = None,
+                    score_floor: float = MEMBER_SCORE_FLOOR) -> Config:
     """``member_config`` with its model made a ``FusedEnsemble`` of ``num_members``
-    (``weights``: the members' shares of the vote, default equal), each member keeping
-    scores down to :data:`MEMBER_SCORE_FLOOR`, as a fit returns it
-    (:func:`standalone_config`: its validation dump the one :func:`evaluate` writes
-    beside it), without the member's ``load_from``."""
+    (``weights``: the members' shares of the vote, default equal, or per class;
+    ``score_exponents``: per member and class, default none), each member keeping
+    scores down to ``score_floor``, as a fit returns it (:func:`standalone_config`: its
+    validation dump the one :func:`evaluate` writes beside it), without the member's
+    ``load_from``. A ``member_config`` that is itself a ``FusedEnsemble``'s gives its
+    members' model."""
     cfg = standalone_config(member_config)
-    cfg.merge_from_dict({f'model.{score_floor_key(cfg.model)}': MEMBER_SCORE_FLOOR})
+    if type_name(cfg.model) == 'FusedEnsemble':
+        cfg.model = cfg.model['detector']
+    cfg.merge_from_dict({f'model.{score_floor_key(cfg.model)}': score_floor})
     cfg.model = dict(type='FusedEnsemble', detector=cfg.model, num_members=num_members,
                      iou_thr=iou_thr, weights=None if weights is None else list(weights))
+    if score_exponents is not None:
+        cfg.model['score_exponents'] = [list(row) for row in score_exponents]
     cfg.load_from = None
     return cfg
 

@@ -103,8 +103,14 @@ def test_train_resume_test_from_command_line(tmp_path):
     config = write_tiny_config(tmp_path / 'tiny.py', data, max_iters=2)
     work_dir = tmp_path / 'work'
 
-    run('tools/train.py', config, '--work-dir', work_dir)
-    assert (work_dir / 'iter_2.pth').is_file()
+    val_map = re.compile(r'Iter\(val\).*coco/bbox_mAP: ([\d.]+)')
+    first = run('tools/train.py', config, '--work-dir', work_dir)
+    assert (work_dir / 'iter_2.pth').is_file() and val_map.findall(first)
+    # stopped during its final validation: resumed at its last iteration, it trains no
+    # further and validates that checkpoint (as the interrupted run would have)
+    again = run('tools/train.py', config, '--work-dir', work_dir, '--resume')
+    assert val_map.findall(again) == val_map.findall(first)
+    assert 'Iter(train)' not in again
 
     trained = run('tools/train.py', config, '--work-dir', work_dir, '--resume', '--test',
                   '--cfg-options', 'train_cfg.max_iters=4',

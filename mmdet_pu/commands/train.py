@@ -9,10 +9,15 @@ Usage (``tools/train.py`` is the same command line)::
 ``--test`` then tests the last checkpoint in the same process, as :mod:`.test` (``CONFIG
 CHECKPOINT --work-dir DIR`` with the same ``--cfg-options``) would (the test split, the
 config's score threshold; ``--show-dir``: overlays), without starting Python again.
+
+A training resumed from its last iteration (stopped during its final validation) trains
+no further, so mmengine's loop never reaches that validation; it is run then, so that
+every finished training has validated its last checkpoint.
 """
 import argparse
 
 from mmengine.config import DictAction
+from mmengine.hooks import Hook
 
 from cellio.cli import add_launcher_arguments, parse_launch_args
 from mmdet_pu.engine.launch import (build_runner, last_checkpoint, load_config,
@@ -69,10 +74,25 @@ def build_cfg(args):
     return cfg
 
 
+class ValidationSeen(Hook):
+    """Notes whether a validation ran during the training."""
+    priority = 'LOWEST'
+
+    def __init__(self):
+        self.ran = False
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        self.ran = True
+
+
 def main():
     args = parse_args()
     runner = build_runner(build_cfg(args))
+    seen = ValidationSeen()
+    runner.register_hook(seen)
     runner.train()
+    if runner.val_loop is not None and not seen.ran:  # resumed at its last iteration
+        runner.val_loop.run()
     if args.test:
         build_runner(load_test_config(args.config, last_checkpoint(runner.work_dir),
                                       args.cfg_options, runner.work_dir, args.launcher,

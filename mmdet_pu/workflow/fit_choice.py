@@ -25,7 +25,10 @@ def training_row(index: int, run: Run, priors: Dict[str, object]) -> dict:
     val = read_val_metrics(run.work_dir)
     if val is None:
         raise RuntimeError(f'{run.work_dir}: no cell_metrics/val_per_image.json; the '
-                           'config must validate at the end of training')
+                           'config must validate at the end of training (a run stopped '
+                           'in its final validation before train.py validated on '
+                           'resuming: remove its run.json and cell_metrics/'
+                           'test_per_image.json and run the fit again)')
     report = read_metric_dump(run.report)
     test = {name: dump_metric(report, name, optional=True) for name in TEST_METRICS}
     return dict(name=run.name, prior=index, run_dir=run.work_dir, priors=priors,

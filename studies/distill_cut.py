@@ -8,20 +8,19 @@ This study trains the same student again from the same round at each of the give
 (``<fit>/distill_cut<cut>/``, its pseudo-labels ``<fit>/distill_cut<cut>_labels.json``),
 everything else as the fit's student had it, and tabulates F1 at the metric's threshold,
 F1 at each detector's validation threshold, AP and the pooled recall of all its test
-detections (its recall ceiling) beside the fused detector and the fit's student, and,
-where the training split's annotation file holds every cell (a benchmark config, whose
-``deletion`` removes the labels the fit did not see), what each student learned: the
-precision and recall of its labeled cells plus pseudo-labels against those complete
-labels (:func:`label_quality`). The
-band below a cut starts at the fit's lowest uncertain score, or at a tenth of the cut
-where the cut is at or below it, or at a given score (``band_from``: the fused
-detections from it up to the cut ignored, so that fewer cells the members found stay
-background; ``<fit>/distill_cut<cut>_band<score>/``; :func:`band_low`); a student that
-ignored no band ignores none here either. With ``soft`` each student is instead taught every fused
-detection scoring at least its cut as a cell weighted by that score (score-weighted
-distillation: ``pseudo_label_weights``, the RoI head's soft targets,
-:class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`), no band ignored
-(``<fit>/distill_cut<cut>_soft/``). Runs resume; a label file of another checkpoint or
+detections (its recall ceiling), class by class, beside the fused detector and the fit's
+student, and, where the training split's annotation file holds every cell (a benchmark
+config, whose ``deletion`` removes the labels the fit did not see), what each student
+learned: the precision and recall of its labeled cells plus pseudo-labels against those
+complete labels (:func:`label_quality`). The band below a cut starts at the fit's lowest
+uncertain score, or at a tenth of the cut where the cut is at or below it, or at a given
+score (``band_from``: the fused detections from it up to the cut ignored, so that fewer
+cells the members found stay background; ``<fit>/distill_cut<cut>_band<score>/``;
+:func:`band_low`); a student that ignored no band ignores none here either. With
+``soft`` each student is instead taught every fused detection scoring at least its cut
+as a cell weighted by that score (score-weighted distillation: ``pseudo_label_weights``,
+the RoI head's soft targets, :class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`), no
+band ignored (``<fit>/distill_cut<cut>_soft/``). Runs resume; a label file of another checkpoint or
 band is refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
 """
 import json
@@ -155,12 +154,16 @@ def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None],
     return Run(student['config'], osp.join(fit_dir, name), options, name=name)
 
 
-def recall_ceiling(report: str) -> float:
-    """Pooled recall of every detection of the test dump ``report`` (one class)."""
+def recall_ceiling(report: str, class_index: int = 0) -> float:
+    """Pooled recall of every detection of class ``class_index`` in the test dump
+    ``report``: the share of that class's cells some detection of the class matches,
+    whatever its score."""
     with open(report) as f:
         images = json.load(f)['images']
-    found = sum(int(np.sum(image['detections']['matched'])) for image in images)
-    cells = sum(image['tp'][0] + image['fn'][0] for image in images)
+    found = sum(int(np.sum(np.asarray(image['detections']['matched'], dtype=bool)
+                           & (np.asarray(image['detections']['labels']) == class_index)))
+                for image in images)
+    cells = sum(image['tp'][class_index] + image['fn'][class_index] for image in images)
     return found / cells if cells else float('nan')
 
 
@@ -207,17 +210,20 @@ def label_quality(labels: str, ann_file: str) -> dict:
 
 
 def measured(name: str, run_dir: str, labels: Optional[str] = None,
-             ann_file: Optional[str] = None) -> dict:
-    """The table's row of the tested run in ``run_dir``; with the student's ``labels``
-    and the complete ``ann_file`` of its training split, their :func:`label_quality`
-    (``labels``: None for the fused detector, which learned none)."""
+             ann_file: Optional[str] = None) -> List[dict]:
+    """The table's rows of the tested run in ``run_dir``, one per class (``cls``); with
+    the student's ``labels`` and the complete ``ann_file`` of its training split, their
+    :func:`label_quality` (all classes together, on every row; ``labels``: None for the
+    fused detector, which learned none)."""
     report = report_path(run_dir)
     method = load_runs(name, [report])
-    cls = method.classes[0]
-    row = {measure: float(method.values[(cls, measure)][0]) for measure in RANKING}
     learned = (label_quality(labels, ann_file) if labels and ann_file else None)
-    return dict(name=name, run_dir=run_dir, val_score_thr=method.val_score_thrs[0],
-                recall_ceiling=recall_ceiling(report), labels=learned, **row)
+    return [dict(name=name, cls=cls, run_dir=run_dir,
+                 val_score_thr=method.val_score_thrs[0],
+                 recall_ceiling=recall_ceiling(report, c), labels=learned,
+                 **{measure: float(method.values[(cls, measure)][0])
+                    for measure in RANKING})
+            for c, cls in enumerate(method.classes)]
 
 
 def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,
@@ -225,31 +231,36 @@ def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] =
               band_from: Optional[float] = None) -> List[dict]:
     """Train and test the students at ``cuts`` (``soft``: score-weighted; ``band_from``:
     the ignored band's start); the rows of the fused detector, the fit's student and each
-    cut's."""
+    cut's, one per class (:func:`measured`)."""
     runs = [cut_run(fit_dir, cut, echo, soft, band_from) for cut in cuts]
     run_all(runs, jobs=jobs, echo=echo)
     student = student_record(fit_dir)
     ann_file = complete_labels(student['config'], student['options'])
-    return [measured('fused', osp.join(fit_dir, 'fused')),
-            measured(DISTILLED, osp.join(fit_dir, DISTILLED),
-                     osp.join(fit_dir, DISTILL_LABELS), ann_file),
-            *(measured(run.name, run.work_dir,
-                       osp.join(fit_dir, f'{run.name}_labels.json'), ann_file)
-              for run in runs)]
+    return [*measured('fused', osp.join(fit_dir, 'fused')),
+            *measured(DISTILLED, osp.join(fit_dir, DISTILLED),
+                      osp.join(fit_dir, DISTILL_LABELS), ann_file),
+            *(row for run in runs
+              for row in measured(run.name, run.work_dir,
+                                  osp.join(fit_dir, f'{run.name}_labels.json'), ann_file))]
 
 
 def format_rows(rows: Sequence[dict]) -> str:
-    """A Markdown table of :func:`run_study`'s rows."""
-    lines = ['| detector | F1 at the test threshold | F1 at its validation threshold '
-             '(thr.) | AP | recall ceiling | pseudo-labels: precision, recall |',
-             '|---|---|---|---|---|---|']
+    """A Markdown table of :func:`run_study`'s rows, with a class column where they hold
+    several classes."""
+    classes = len({row['cls'] for row in rows}) > 1
+    lines = ['| detector |' + (' class |' if classes else '') + ' F1 at the test threshold '
+             '| F1 at its validation threshold (thr.) | AP | recall ceiling | '
+             'pseudo-labels: precision, recall |',
+             '|---|' + ('---|' if classes else '') + '---|---|---|---|---|']
     for row in rows:
         thr = '-' if row['val_score_thr'] is None else f'{row["val_score_thr"]:g}'
         learned = row.get('labels')
         labels = ('-' if not learned else f'{learned["pseudo"]:,}: '
                   f'{learned["precision"]:.3f}, {learned["recall"]:.3f}')
-        lines.append(f'| {row["name"]} | {row["f1"]:.3f} | {row["f1_val"]:.3f} ({thr}) | '
-                     f'{row["ap"]:.3f} | {row["recall_ceiling"]:.3f} | {labels} |')
+        cls = f' {row["cls"]} |' if classes else ''
+        lines.append(f'| {row["name"]} |{cls} {row["f1"]:.3f} | {row["f1_val"]:.3f} '
+                     f'({thr}) | {row["ap"]:.3f} | {row["recall_ceiling"]:.3f} | '
+                     f'{labels} |')
     return '\n'.join(lines)
 
 

@@ -3,6 +3,10 @@ options, the resume guard, the table from test dumps, and the command's errors."
 import json
 
 import pytest
+import torch
+from mmengine.structures import InstanceData
+
+from mmdet.structures import DetDataSample
 
 from mmdet_pu.workflow.fused_ensemble import file_stamps
 from studies import distill_cut as study
@@ -135,8 +139,8 @@ def test_rows_read_f1_at_both_thresholds_ap_and_the_recall_ceiling(tmp_path):
     run_dir = tmp_path / 'distill_cut0.2'
     metrics = evaluate(run_dir, [ranked_sample(i, 4, d) for i, d in enumerate(images)])
     write_val_dump(run_dir, 0.25)
-    row = study.measured('distill_cut0.2', str(run_dir))
-    assert row['recall_ceiling'] == pytest.approx(5 / 8)
+    row, = study.measured('distill_cut0.2', str(run_dir))
+    assert row['cls'] == 'cell' and row['recall_ceiling'] == pytest.approx(5 / 8)
     assert row['ap'] == pytest.approx(metrics['cell/cell/ap'])
     # F1 per image, averaged: at 0.5 (2/4 and 1/4 found, no FP), at 0.25 (+1 FP, +1 TP)
     assert row['f1'] == pytest.approx((2 * 2 / 6 + 2 * 1 / 5) / 2)
@@ -209,10 +213,45 @@ def test_complete_labels_only_where_the_config_deletes(tmp_path):
 
 
 def test_the_table_shows_what_each_student_learned(tmp_path):
-    row = dict(name='distill_cut0.2', val_score_thr=0.3, f1=0.8, f1_val=0.82, ap=0.85,
+    row = dict(name='distill_cut0.2', cls='cell', val_score_thr=0.3, f1=0.8, f1_val=0.82, ap=0.85,
                recall_ceiling=0.9, labels=dict(pseudo=2221, precision=0.85, recall=0.916))
     fused = dict(row, name='fused', labels=None)
     table = study.format_rows([fused, row])
     assert '| fused | 0.800 | 0.820 (0.3) | 0.850 | 0.900 | - |' in table
     assert '| distill_cut0.2 | 0.800 | 0.820 (0.3) | 0.850 | 0.900 | 2,221: 0.850, 0.916 |' \
         in table
+
+
+def two_class_sample(img_id, detections):
+    """Two classes, two cells each (class c's at x = 40 c and 40 c + 20); ``detections``
+    as ``(class, score, cell)``, ``cell`` the index of the cell its box lies on or None
+    (a box far from every cell)."""
+    gt_boxes = [[40 * c + 20 * k, 0, 40 * c + 20 * k + 10, 10] for c in (0, 1) for k in (0, 1)]
+    boxes = [gt_boxes[cell] if cell is not None else [20 * k, 500, 20 * k + 10, 510]
+             for k, (_, _, cell) in enumerate(detections)]
+    s = DetDataSample(metainfo=dict(img_id=img_id, img_path=f'data/img{img_id}.png'))
+    s.pred_instances = InstanceData(
+        bboxes=torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4),
+        scores=torch.tensor([score for _, score, _ in detections], dtype=torch.float32),
+        labels=torch.tensor([c for c, _, _ in detections], dtype=torch.long))
+    s.gt_instances = InstanceData(bboxes=torch.tensor(gt_boxes, dtype=torch.float32),
+                                  labels=torch.tensor([0, 0, 1, 1]))
+    return s
+
+
+def test_rows_of_several_classes_hold_each_class_and_its_own_ceiling(tmp_path):
+    """One row per class, each class's recall ceiling over its own cells (a detection
+    of the other class on a cell finds nothing), and a class column in the table."""
+    run_dir = tmp_path / 'fused'
+    # class 0: one of its two cells found; class 1: both, one of them at a low score;
+    # a class-0 detection on a class-1 cell finds no cell
+    detections = [(0, 0.9, 0), (0, 0.8, 2), (1, 0.7, 2), (1, 0.05, 3), (1, 0.6, None)]
+    metrics = evaluate(run_dir, [two_class_sample(0, detections)], classes=('a', 'b'))
+    rows = study.measured('fused', str(run_dir))
+    assert [row['cls'] for row in rows] == ['a', 'b']
+    assert [row['recall_ceiling'] for row in rows] == [pytest.approx(0.5), pytest.approx(1)]
+    assert [row['ap'] for row in rows] == [pytest.approx(metrics['cell/a/ap']),
+                                           pytest.approx(metrics['cell/b/ap'])]
+    table = study.format_rows(rows)
+    assert table.splitlines()[0].startswith('| detector | class | F1 at the test')
+    assert '| fused | b | ' in table and '| 1.000 | - |' in table

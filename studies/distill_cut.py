@@ -20,8 +20,8 @@ cells the members found stay background; ``<fit>/distill_cut<cut>_band<score>/``
 ``soft`` each student is instead taught every fused detection scoring at least its cut
 as a cell weighted by that score (score-weighted distillation: ``pseudo_label_weights``,
 the RoI head's soft targets, :class:`~mmdet_pu.models.roi_heads.SoftTargetMixin`), no
-band ignored (``<fit>/distill_cut<cut>_soft/``). Runs resume; a label file of another checkpoint or
-band is refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
+band ignored (``<fit>/distill_cut<cut>_soft/``). Runs resume; a label file of another
+checkpoint or band is refused (:func:`~mmdet_pu.workflow.self_training.check_pseudo_source`).
 """
 import json
 import os.path as osp
@@ -36,7 +36,8 @@ from mmdet.registry import MODELS
 from cellio.atomic import write_atomic
 from cellio.records import read_record
 from mmdet_pu.engine.launch import load_config, parse_cfg_options
-from mmdet_pu.evaluation.cell_metric import report_path
+from mmdet_pu.evaluation.cell_metric import dump_metric, report_path
+from mmdet_pu.evaluation.metric_dump import read_metric_dump
 from mmdet_pu.evaluation.matching import match_image
 from mmdet_pu.evaluation.overlay import read_coco_ground_truth
 from mmdet_pu.models.roi_heads import SoftTargetMixin
@@ -154,17 +155,17 @@ def cut_run(fit_dir: str, cut: float, echo: Callable[[str], None],
     return Run(student['config'], osp.join(fit_dir, name), options, name=name)
 
 
-def recall_ceiling(report: str, class_index: int = 0) -> float:
-    """Pooled recall of every detection of class ``class_index`` in the test dump
-    ``report``: the share of that class's cells some detection of the class matches,
-    whatever its score."""
-    with open(report) as f:
-        images = json.load(f)['images']
-    found = sum(int(np.sum(np.asarray(image['detections']['matched'], dtype=bool)
-                           & (np.asarray(image['detections']['labels']) == class_index)))
-                for image in images)
-    cells = sum(image['tp'][class_index] + image['fn'][class_index] for image in images)
-    return found / cells if cells else float('nan')
+def recall_ceiling(report: dict, cls: str) -> float:
+    """The recall ceiling of class ``cls`` in the test dump ``report``: the
+    ``max_recall`` :class:`~mmdet_pu.evaluation.cell_metric.CellDetMetric` records (the
+    share of the class's cells some detection of the class matches, whatever its score;
+    NaN for a class without cells).
+
+    Raises:
+        KeyError: the dump predates ``max_recall``; test the run again.
+    """
+    value = dump_metric(report, f'{cls}/max_recall')
+    return float('nan') if value is None else float(value)
 
 
 def complete_labels(config: str, options: Sequence[str]) -> Optional[str]:
@@ -217,13 +218,14 @@ def measured(name: str, run_dir: str, labels: Optional[str] = None,
     fused detector, which learned none)."""
     report = report_path(run_dir)
     method = load_runs(name, [report])
+    dump = read_metric_dump(report)
     learned = (label_quality(labels, ann_file) if labels and ann_file else None)
     return [dict(name=name, cls=cls, run_dir=run_dir,
                  val_score_thr=method.val_score_thrs[0],
-                 recall_ceiling=recall_ceiling(report, c), labels=learned,
+                 recall_ceiling=recall_ceiling(dump, cls), labels=learned,
                  **{measure: float(method.values[(cls, measure)][0])
                     for measure in RANKING})
-            for c, cls in enumerate(method.classes)]
+            for cls in method.classes]
 
 
 def run_study(fit_dir: str, cuts: Sequence[float], echo: Callable[[str], None] = print,

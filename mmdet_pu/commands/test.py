@@ -3,7 +3,7 @@
 Usage (``tools/test.py`` is the same command line)::
 
     python -m mmdet_pu.commands.test CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.pkl]
-        [--show-dir DIR [--overlay-style box|dot]] [--score-thr T|val]
+        [--show-dir DIR [--overlay-style box|dot]] [--score-thr T|val] [--tta]
         [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
 
 Whole-image tiled inference is selected by the config (``test_cfg =
@@ -24,6 +24,12 @@ test_evaluator.score_thr=val``; ``tools/demo.py`` and ``tools/repeat.py`` pass t
 options to every run); then a validation pass that found no labeled cell falls back to
 0.5 with a warning. The command line wins over the config. A threshold that cannot be
 had (no dump, no selected threshold) ends the command with a one-line message (status 2).
+
+``--tta`` adds test-time flips to the tiled test loop: every tile is also predicted
+mirrored left-right, up-down and both, and the four views' detections are fused
+(:mod:`mmdet_pu.engine.runner.test_flips`, docs/method.md#test-time-flips; four times the
+inference). The validation threshold that ``--score-thr val`` reads was selected without
+flips. A config whose test loop is not tiled is refused (status 2).
 """
 import argparse
 import sys
@@ -34,7 +40,12 @@ from cellio.cli import add_launcher_arguments, parse_launch_args, score_thr_or_v
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
 from mmdet_pu.engine.launch import build_runner, load_test_config
+from mmdet_pu.engine.runner.test_flips import TTA_FLIPS
 from mmdet_pu.evaluation.validation_thr import ValidationThrError
+
+
+class TTAError(ValueError):
+    """``--tta`` asked of a config it cannot serve."""
 
 
 def parse_args():
@@ -59,6 +70,10 @@ def parse_args():
         help="score threshold of the metric: a score in [0, 1], or 'val' for the one "
         'selected on the validation set during training')
     parser.add_argument(
+        '--tta', action='store_true',
+        help='test-time flips: fuse the detections of every tile as is and mirrored in '
+        'three directions (tiled test loops)')
+    parser.add_argument(
         '--wait-time', type=float, default=2, help='the interval of show (s)')
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
@@ -73,6 +88,11 @@ def parse_args():
 def build_cfg(args):
     cfg = load_test_config(args.config, args.checkpoint, args.cfg_options, args.work_dir,
                            args.launcher, args.score_thr, args.show_dir, args.overlay_style)
+    if args.tta:
+        if cfg.test_cfg.get('type') != 'TiledTestLoop':
+            raise TTAError(f'--tta: expected a tiled test loop (test_cfg type '
+                           f"TiledTestLoop), {args.config} has {cfg.test_cfg.get('type')!r}")
+        cfg.test_cfg.flips = list(TTA_FLIPS)
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays
         cfg = trigger_visualization_hook(
@@ -84,7 +104,7 @@ def main():
     args = parse_args()
     try:
         cfg = build_cfg(args)
-    except ValidationThrError as error:  # a missing dump: what to do, not a traceback
+    except (ValidationThrError, TTAError) as error:  # what to do, not a traceback
         print(f'test.py: error: {error}', file=sys.stderr)
         sys.exit(2)
     runner = build_runner(cfg)

@@ -103,3 +103,13 @@ def test_the_test_command_names_a_missing_dump_in_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith('test.py: error: ')
         assert str(tmp_path / 'cell_metrics' / 'val_per_image.json') in lines[0]
         assert '--score-thr 0.5' in lines[0]
+
+
+def test_tta_adds_the_three_flips_to_the_tiled_test_loop(tmp_path, monkeypatch):
+    from mmdet_pu.commands import test as test_command
+    monkeypatch.setattr('sys.argv', ['test.py', CONFIG, str(tmp_path / 'x.pth'), '--tta'])
+    cfg = test_command.build_cfg(test_command.parse_args())
+    assert cfg.test_cfg.type == 'TiledTestLoop'
+    assert cfg.test_cfg.flips == ['horizontal', 'vertical', 'diagonal']
+    monkeypatch.setattr('sys.argv', ['test.py', CONFIG, str(tmp_path / 'x.pth')])
+    assert 'flips' not in test_command.build_cfg(test_command.parse_args()).test_cfg

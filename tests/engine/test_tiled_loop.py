@@ -15,6 +15,7 @@ from mmdet.models.data_preprocessors import DetDataPreprocessor
 from mmdet.registry import LOOPS, MODELS
 from mmdet.structures import DetDataSample
 from mmdet_pu.engine.runner import TiledTestLoop, TiledValLoop, merge_tile_predictions
+from mmdet_pu.engine.runner.test_flips import TTA_FLIPS, flip_back, flip_tile
 from mmdet_pu.engine.runner.tile_merge import in_core, tile_cores
 from mmdet_pu.engine.runner.tiled_loop import TiledInferenceMixin
 from mmdet_pu.evaluation import CellDetMetric
@@ -287,3 +288,39 @@ def test_the_tiled_loop_runs_every_member_of_a_fused_ensemble(tmp_path):
     assert [member.tile_shapes for member in model.members] == [[(64, 64)] * 9] * 2
     assert (metrics['cell/cell/tp'], metrics['cell/cell/fp'],
             metrics['cell/cell/fn']) == (len(CELLS), 0, 0)
+
+
+def test_test_time_flips_find_each_cell_in_every_view_and_fuse_them(tmp_path):
+    # the cells lie asymmetrically: a view whose boxes were not flipped back would
+    # miss them, and its detections would stand apart at a quarter of their score
+    write_dataset(tmp_path)
+    write_dataset(tmp_path / 'plain')
+    build_runner(tmp_path / 'plain', dict(type='TiledTestLoop', tile_size=64,
+                                          overlap=16)).test()
+    flipped = build_runner(tmp_path, dict(type='TiledTestLoop', tile_size=64, overlap=16,
+                                          flips=list(TTA_FLIPS)))
+    metrics = flipped.test()
+    assert flipped.model.tile_shapes == [(64, 64)] * 36  # 9 tiles in four views
+    assert (metrics['cell/cell/tp'], metrics['cell/cell/fp'],
+            metrics['cell/cell/fn']) == (len(CELLS), 0, 0)
+
+    def scores(root):
+        report = json.loads((root / 'work' / 'cell_metrics' /
+                             'test_per_image.json').read_text())
+        return sorted(report['images'][0]['detections']['scores'])
+
+    assert scores(tmp_path) == pytest.approx(scores(tmp_path / 'plain'))
+
+
+def test_flip_back_undoes_the_flip_of_a_tile():
+    tile = torch.zeros(1, 40, 64)
+    tile[0, 5:15, 2:12] = 1  # a cell at x 2..12, y 5..15 of a 64 x 40 tile
+    for direction in TTA_FLIPS:
+        ys, xs = torch.nonzero(flip_tile(tile, direction)[0], as_tuple=True)
+        seen = instances([[xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]], [0.9], [0])
+        back = flip_back(seen, direction, height=40, width=64)
+        assert back.bboxes.tolist() == [[2, 5, 12, 15]], direction
+    with pytest.raises(ValueError, match='flips must be distinct directions'):
+        Tiler(tile_size=64, flips=['horizontal', 'sideways'])
+    with pytest.raises(ValueError, match='flips must be distinct directions'):
+        Tiler(tile_size=64, flips=['vertical', 'vertical'])

@@ -51,6 +51,21 @@ def test_a_member_votes_once_per_cluster_and_classes_never_mix():
     assert scores.tolist() == pytest.approx([0.6, 0.45])
 
 
+def test_clusters_are_formed_class_by_class_as_one_greedy_pass_would(monkeypatch):
+    # interleaved classes in descending score: the clusters and their order are those
+    # of one pass over all detections, while the IoUs are computed per class only
+    import mmdet_pu.models.detectors.box_fusion as box_fusion
+    sizes = []
+    overlaps = box_fusion.bbox_overlaps
+    monkeypatch.setattr(box_fusion, 'bbox_overlaps',
+                        lambda a, b: sizes.append(len(a)) or overlaps(a, b))
+    boxes = t([[0, 0, 10, 10], [0, 0, 10, 10], [1, 0, 11, 10], [40, 0, 50, 10],
+               [1, 0, 11, 10]])
+    cluster, heads = box_fusion.greedy_clusters(boxes, labels(0, 1, 0, 0, 1), 0.55)
+    assert cluster.tolist() == [0, 1, 0, 2, 1] and heads.tolist() == [0, 1, 3]
+    assert sorted(sizes) == [2, 3]  # 3 of class 0, 2 of class 1; never all 5 together
+
+
 def test_the_cluster_forms_around_its_best_detection():
     # IoU(A, B) = 0.6 and IoU(B, C) = 0.6 but IoU(A, C) < 0.55: C is its own cluster
     a, b, c = [0, 0, 10, 10], [0, 0, 10, 16], [0, 6, 10, 16]

@@ -16,7 +16,9 @@ positive). The evaluator and the ``after_{test,val}_iter`` hooks (e.g.
 carrying its ground truth and the merged ``pred_instances``. A
 :class:`~mmdet_pu.models.detectors.FusedEnsemble` is run member by member: each
 member's tiles are merged as one detector's, then the members' whole-image detections
-are fused (docs/method.md#fused-ensemble).
+are fused (docs/method.md#fused-ensemble). With ``flips`` every model (every member)
+also predicts the mirrored tiles, and its views are fused before the members are
+(:mod:`.test_flips`).
 
 Select it in a config::
 
@@ -38,6 +40,7 @@ from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
 from cellio.tiling import window_grid
 from ...models.detectors import FusedEnsemble
+from .test_flips import check_flips, flip_back, flip_tile, fuse_views
 from .tile_merge import merge_tile_predictions, tile_cores
 
 
@@ -74,6 +77,10 @@ class TiledInferenceMixin:
         tile_batch_size (int): tiles per forward pass. Defaults to 8.
         max_per_img (int): cap on the merged detections per image; -1 (default) keeps
             all, each tile being capped by the model's ``test_cfg``.
+        flips (Sequence[str]): test-time flips: each tile is also predicted mirrored in
+            each of these directions (``'horizontal'``, ``'vertical'``, ``'diagonal'``)
+            and the views' whole-image detections are fused (:mod:`.test_flips`;
+            ``tools/test.py --tta`` sets all three). Defaults to none.
 
     The loop class sets ``stage`` (``'test'`` or ``'val'``): it selects the model's
     ``<stage>_step`` and the ``before/after_<stage>_iter`` hooks. The other arguments
@@ -84,14 +91,14 @@ class TiledInferenceMixin:
                  evaluator: Union[Evaluator, Dict, List], tile_size: int,
                  overlap: int = 0, nms_iou: float = 0.3, class_agnostic: bool = False,
                  tile_batch_size: int = 8, max_per_img: int = -1,
-                 fp16: bool = False) -> None:
+                 flips: Sequence[str] = (), fp16: bool = False) -> None:
         super().__init__(runner, dataloader, evaluator, fp16=fp16)
         self._init_tiling(tile_size, overlap, nms_iou, class_agnostic, tile_batch_size,
-                          max_per_img)
+                          max_per_img, flips)
 
     def _init_tiling(self, tile_size: int, overlap: int = 0, nms_iou: float = 0.3,
                      class_agnostic: bool = False, tile_batch_size: int = 8,
-                     max_per_img: int = -1) -> None:
+                     max_per_img: int = -1, flips: Sequence[str] = ()) -> None:
         """Check and keep the tiling arguments (tiling without a runner calls it alone,
         e.g. ``benchmarks/tiled_inference_throughput.py``)."""
         name = type(self).__name__
@@ -111,6 +118,7 @@ class TiledInferenceMixin:
         self.tile_batch_size = tile_batch_size
         self.class_agnostic = class_agnostic
         self.max_per_img = max_per_img
+        self.flips = check_flips(flips, name)
 
     def predict_tiled(self, steps: Sequence[Callable], data_batch: dict,
                       fuse: Optional[FuseFn] = None) -> List[DetDataSample]:
@@ -138,7 +146,16 @@ class TiledInferenceMixin:
 
     def _predict_image(self, step, image: torch.Tensor,
                        sample: DetDataSample) -> InstanceData:
-        """The detections of one whole image by one model, its tiles merged."""
+        """The detections of one whole image by one model, its tiles merged; with
+        ``flips``, the views' whole-image detections fused (:mod:`.test_flips`)."""
+        views = [self._predict_view(step, image, sample, flip)
+                 for flip in (None, *self.flips)]
+        return views[0] if len(views) == 1 else self._capped(fuse_views(views))
+
+    def _predict_view(self, step, image: torch.Tensor, sample: DetDataSample,
+                      flip: Optional[str]) -> InstanceData:
+        """One view of the image (``flip``: None for the tiles as they are), its tiles'
+        detections in the image's coordinates, merged."""
         height, width = image.shape[-2:]
         windows = window_grid(width, height, self.tile_size, self.overlap)
         # Boxes come back rescaled to the original image (rescale=True); so must offsets
@@ -151,13 +168,17 @@ class TiledInferenceMixin:
             chunk = windows[start:start + self.tile_batch_size]
             tiles, tile_samples = [], []
             for x0, y0, w, h in chunk:
-                tiles.append(image[..., y0:y0 + h, x0:x0 + w])
+                tile = image[..., y0:y0 + h, x0:x0 + w]
+                tiles.append(tile if flip is None else flip_tile(tile, flip))
                 tile_samples.append(DetDataSample(metainfo=dict(
                     sample.metainfo, img_shape=(h, w),
                     ori_shape=(round(h / scale_h), round(w / scale_w)))))
                 offsets.append((x0 / scale_w, y0 / scale_h))
             outputs = step(dict(inputs=tiles, data_samples=tile_samples))
-            tile_preds.extend(out.pred_instances for out in outputs)
+            for (_, _, w, h), out in zip(chunk, outputs):
+                pred = out.pred_instances
+                tile_preds.append(pred if flip is None else flip_back(
+                    pred, flip, h / scale_h, w / scale_w))
         return merge_tile_predictions(
             tile_preds, offsets, nms_iou=self.nms_iou,
             class_agnostic=self.class_agnostic, max_per_img=self.max_per_img,

@@ -29,6 +29,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import torch
 from mmdet.structures.bbox import bbox_overlaps
+from mmengine.structures import InstanceData
 from torch import Tensor
 
 
@@ -92,20 +93,7 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
     order = torch.argsort(all_scores, descending=True, stable=True)
     all_boxes, all_scores = all_boxes[order], all_scores[order]
     all_labels, member, column = all_labels[order], member[order], column[order]
-    joins = ((bbox_overlaps(all_boxes, all_boxes) > iou_thr)
-             & (all_labels[:, None] == all_labels[None, :])).cpu().numpy()
-    # greedy clustering on the host: one pass, no device round trip per cluster
-    cluster = np.full(len(joins), -1)
-    heads = []
-    for head in range(len(joins)):
-        if cluster[head] < 0:
-            taken = joins[head] & (cluster < 0)
-            taken[head] = True
-            cluster[taken] = len(heads)
-            heads.append(head)
-    device = all_scores.device
-    cluster = torch.as_tensor(cluster, device=device)
-    heads = torch.as_tensor(heads, device=device)
+    cluster, heads = greedy_clusters(all_boxes, all_labels, iou_thr)
     votes = all_scores * weight_of[member, column]
     weight = all_scores.new_zeros(len(heads)).index_add_(0, cluster, votes)
     box_sum = all_boxes.new_zeros(len(heads), 4).index_add_(
@@ -118,6 +106,48 @@ def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
                     * weight_of[:, column[heads]].T).sum(dim=1)
     keep = torch.argsort(fused_scores, descending=True, stable=True)
     return fused_boxes[keep], fused_scores[keep], all_labels[heads][keep]
+
+
+def greedy_clusters(boxes: Tensor, labels: Tensor, iou_thr: float) -> Tuple[Tensor, Tensor]:
+    """The clusters of ``boxes`` taken in the given (descending score) order: the first
+    box not yet used heads a cluster with every unused box of its label at IoU above
+    ``iou_thr``. Returns each box's cluster index and the heads' indices, the clusters
+    numbered in their heads' order. The IoUs are computed one label at a time (the
+    clusters never mix labels), so memory grows with the largest class, not with all
+    detections together."""
+    cluster = np.full(len(boxes), -1)
+    head_of = np.full(len(boxes), False)
+    for label in torch.unique(labels):
+        members = torch.nonzero(labels == label).flatten()
+        joins = (bbox_overlaps(boxes[members], boxes[members]) > iou_thr).cpu().numpy()
+        local = np.full(len(members), -1)
+        for head in range(len(members)):  # greedy, on the host: no device round trips
+            if local[head] < 0:
+                taken = joins[head] & (local < 0)
+                taken[head] = True
+                local[taken] = head
+        index = members.cpu().numpy()
+        cluster[index] = index[local]
+        head_of[index[local == np.arange(len(members))]] = True
+    heads = np.flatnonzero(head_of)
+    number = np.full(len(boxes), -1)
+    number[heads] = np.arange(len(heads))
+    device = boxes.device
+    return (torch.as_tensor(number[cluster], device=device),
+            torch.as_tensor(heads, device=device))
+
+
+def fuse_instances(member_preds: Sequence[InstanceData], iou_thr: float = 0.55,
+                   weights: Optional[Sequence] = None,
+                   score_exponents: Optional[Sequence[Sequence[float]]] = None
+                   ) -> InstanceData:
+    """:func:`fuse_detections` of the members' ``InstanceData`` (``bboxes``, ``scores``,
+    ``labels``), as ``InstanceData``."""
+    fused = InstanceData()
+    fused.bboxes, fused.scores, fused.labels = fuse_detections(
+        [p.bboxes for p in member_preds], [p.scores for p in member_preds],
+        [p.labels for p in member_preds], iou_thr, weights, score_exponents)
+    return fused
 
 
 def is_per_class(values: Sequence) -> bool:

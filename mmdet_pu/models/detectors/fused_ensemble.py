@@ -31,7 +31,7 @@ from mmdet.utils import ConfigType, OptConfigType, OptMultiConfig
 from mmengine.structures import InstanceData
 from torch import Tensor, nn
 
-from .box_fusion import fuse_detections, member_exponents, member_weights
+from .box_fusion import fuse_instances, member_exponents, member_weights
 
 
 @MODELS.register_module()
@@ -88,13 +88,8 @@ class FusedEnsemble(BaseDetector):
         if len(member_preds) != len(self.members):
             raise ValueError(f'FusedEnsemble.fuse: expected the detections of '
                              f'{len(self.members)} members, got {len(member_preds)}')
-        bboxes, scores, labels = fuse_detections(
-            [p.bboxes for p in member_preds], [p.scores for p in member_preds],
-            [p.labels for p in member_preds], self.iou_thr, self.weights,
-            self.score_exponents)
-        fused = InstanceData()
-        fused.bboxes, fused.scores, fused.labels = bboxes, scores, labels
-        return fused
+        return fuse_instances(member_preds, self.iou_thr, self.weights,
+                              self.score_exponents)
 
     def loss(self, batch_inputs: Tensor, batch_data_samples: SampleList):
         raise RuntimeError('FusedEnsemble does not train: train each member with its own '

@@ -28,11 +28,10 @@ from cellio.records import write_record
 from mmdet_pu.engine.launch import build_runner
 from mmdet_pu.evaluation.cell_metric import DUMP_DIR, report_path
 from mmdet_pu.evaluation.validation_thr import VALIDATION_DUMP
+from mmdet_pu.models.detectors.box_fusion import FUSION_IOU
 from mmdet_pu.prior.keys import type_name
 from .runs import Run
 
-#: IoU above which a detection joins a cluster of the fusion.
-FUSION_IOU = 0.55
 CHECKPOINT = 'fused.pth'
 #: The lowest score each member of a fused detector keeps (mmdet's 0.05; the shipped
 #: bases keep every score): fusing every low detection of four members took a fold-1

@@ -18,12 +18,9 @@ import torch
 from mmdet.structures.bbox import bbox_flip
 from mmengine.structures import InstanceData
 
-from ...models.detectors.box_fusion import fuse_instances
 
 #: The flips of ``tools/test.py --tta``: with the tile as is, its four orientations.
 TTA_FLIPS = ('horizontal', 'vertical', 'diagonal')
-#: The IoU above which two views' detections are one cell (the fused ensemble's).
-VIEW_FUSION_IOU = 0.55
 _FLIP_DIMS = {'horizontal': (-1, ), 'vertical': (-2, ), 'diagonal': (-2, -1)}
 
 
@@ -45,12 +42,6 @@ def flip_tile(tile: torch.Tensor, direction: str) -> torch.Tensor:
 def flip_back(pred: InstanceData, direction: str, height: float,
               width: float) -> InstanceData:
     """Detections of a tile mirrored in ``direction`` (its ``height`` x ``width`` in the
-    boxes' pixels) moved to the tile as it is; a flip is its own inverse."""
-    pred = pred.clone()
+    boxes' pixels) moved, in place, to the tile as it is; a flip is its own inverse."""
     pred.bboxes = bbox_flip(pred.bboxes, (height, width), direction)
     return pred
-
-
-def fuse_views(views: Sequence[InstanceData]) -> InstanceData:
-    """One image's detections in each view, fused with equal votes."""
-    return fuse_instances(views, VIEW_FUSION_IOU)

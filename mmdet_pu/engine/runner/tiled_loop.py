@@ -40,7 +40,8 @@ from mmdet.registry import LOOPS
 from mmdet.structures import DetDataSample
 from cellio.tiling import window_grid
 from ...models.detectors import FusedEnsemble
-from .test_flips import check_flips, flip_back, flip_tile, fuse_views
+from ...models.detectors.box_fusion import fuse_instances
+from .test_flips import check_flips, flip_back, flip_tile
 from .tile_merge import merge_tile_predictions, tile_cores
 
 
@@ -150,7 +151,7 @@ class TiledInferenceMixin:
         ``flips``, the views' whole-image detections fused (:mod:`.test_flips`)."""
         views = [self._predict_view(step, image, sample, flip)
                  for flip in (None, *self.flips)]
-        return views[0] if len(views) == 1 else self._capped(fuse_views(views))
+        return views[0] if len(views) == 1 else self._capped(fuse_instances(views))
 
     def _predict_view(self, step, image: torch.Tensor, sample: DetDataSample,
                       flip: Optional[str]) -> InstanceData:

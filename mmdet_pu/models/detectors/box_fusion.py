@@ -32,9 +32,12 @@ from mmdet.structures.bbox import bbox_overlaps
 from mmengine.structures import InstanceData
 from torch import Tensor
 
+#: IoU above which a detection joins a cluster (the fit's ensembles, test-time flips).
+FUSION_IOU = 0.55
+
 
 def fuse_detections(boxes: Sequence[Tensor], scores: Sequence[Tensor],
-                    labels: Sequence[Tensor], iou_thr: float = 0.55,
+                    labels: Sequence[Tensor], iou_thr: float = FUSION_IOU,
                     weights: Optional[Sequence] = None,
                     score_exponents: Optional[Sequence[Sequence[float]]] = None
                     ) -> Tuple[Tensor, Tensor, Tensor]:
@@ -137,7 +140,7 @@ def greedy_clusters(boxes: Tensor, labels: Tensor, iou_thr: float) -> Tuple[Tens
             torch.as_tensor(heads, device=device))
 
 
-def fuse_instances(member_preds: Sequence[InstanceData], iou_thr: float = 0.55,
+def fuse_instances(member_preds: Sequence[InstanceData], iou_thr: float = FUSION_IOU,
                    weights: Optional[Sequence] = None,
                    score_exponents: Optional[Sequence[Sequence[float]]] = None
                    ) -> InstanceData:

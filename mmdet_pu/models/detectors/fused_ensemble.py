@@ -31,7 +31,7 @@ from mmdet.utils import ConfigType, OptConfigType, OptMultiConfig
 from mmengine.structures import InstanceData
 from torch import Tensor, nn
 
-from .box_fusion import fuse_instances, member_exponents, member_weights
+from .box_fusion import FUSION_IOU, fuse_instances, member_exponents, member_weights
 
 
 @MODELS.register_module()
@@ -52,7 +52,7 @@ class FusedEnsemble(BaseDetector):
             of the class enter the fusion as ``s ** e`` (default: unchanged).
     """
 
-    def __init__(self, detector: ConfigType, num_members: int, iou_thr: float = 0.55,
+    def __init__(self, detector: ConfigType, num_members: int, iou_thr: float = FUSION_IOU,
                  weights: Optional[Sequence] = None,
                  score_exponents: Optional[Sequence[Sequence[float]]] = None,
                  data_preprocessor: OptConfigType = None,

@@ -6,7 +6,7 @@ Usage::
     python tools/infer_slide.py CONFIG CHECKPOINT SLIDES --out OUT_DIR
         [--target-mpp UM] [--level L] [--roi x,y,w,h] [--frame bounds|level0]
         [--tile T] [--overlap O] [--batch-size N] [--score-thr S|val] [--nms-iou IOU]
-        [--device cpu|cuda]
+        [--tta] [--device cpu|cuda]
         [--no-tissue-mask | --tissue-downsample D --tissue-saturation S
          --tissue-od OD --tissue-dilate PX] [--overwrite] [--no-progress]
         [--launcher none|pytorch|slurm] [--cfg-options k=v ...]
@@ -31,7 +31,9 @@ fails (an unreadable file, an ``--roi`` outside QuPath's image, ...) is recorded
 others go on. ``--tile`` and ``--nms-iou`` default to the config's ``TiledTestLoop``
 settings, ``--score-thr`` to the config's test threshold (``test_evaluator.score_thr``:
 0.5 in the shipped configs, or ``'val'``; ``--score-thr val``: the validation's, read as
-``tools/test.py --score-thr val`` reads it). The pipeline: docs/slides.md.
+``tools/test.py --score-thr val`` reads it). ``--tta`` adds test-time flips as
+``tools/test.py --tta`` does (four times the inference; a config whose test loop sets
+``flips`` has them without it). The pipeline: docs/slides.md.
 
 Exit status: 0 when every slide is done, 3 when some failed (manifest.csv names them;
 process 0 only), 2 for bad input (``infer_slide.py: error: <message>``).
@@ -48,6 +50,7 @@ from mmdet_pu.apis.cohort_settings import FRAMES, model_settings, run_identity
 from mmdet_pu.apis.slide_model import init_slide_model
 from mmdet_pu.apis.tissue import TissueMaskConfig
 from mmdet_pu.engine.launch import close_distributed, init_distributed
+from mmdet_pu.engine.runner.test_flips import TTA_FLIPS
 from mmdet_pu.evaluation.validation_thr import detector_score_thr
 
 #: Exit status when some slides failed.
@@ -91,6 +94,9 @@ def parse_args(argv=None):
                         'the shipped configs and the fit\'s fused detector)')
     parser.add_argument('--nms-iou', type=float,
                         help="IoU of the NMS across tile borders (default: the config's)")
+    parser.add_argument('--tta', action='store_true',
+                        help='test-time flips: fuse the detections of every tile as is '
+                        'and mirrored in three directions (as tools/test.py --tta)')
     parser.add_argument('--device', help='cpu or cuda (default: cuda when available; '
                         "each process of a distributed run takes its LOCAL_RANK's GPU)")
     tissue = parser.add_argument_group('tissue mask (docs/slides.md)')
@@ -130,8 +136,9 @@ def main(argv=None):
         model = init_slide_model(args.config, args.checkpoint, args.device, args.cfg_options)
         settings = model_settings(
             model, args.checkpoint, target_mpp=args.target_mpp, tile_size=args.tile,
-            nms_iou=args.nms_iou, roi=args.roi, frame=args.frame, level=args.level,
-            overlap=args.overlap, batch_size=args.batch_size,
+            nms_iou=args.nms_iou, flips=TTA_FLIPS if args.tta else None, roi=args.roi,
+            frame=args.frame, level=args.level, overlap=args.overlap,
+            batch_size=args.batch_size,
             score_thr=detector_score_thr(model.cfg, args.checkpoint, args.score_thr),
             tissue=tissue)
         summary = run_cohort(model, slides, args.out, settings,

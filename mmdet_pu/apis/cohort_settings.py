@@ -28,7 +28,8 @@ class CohortSettings:
     (:meth:`~cellio.slides.SlideReader.qupath_frame`): ``'bounds'``, level 0 less
     the ``openslide.bounds-x/y`` of a slide that has them (QuPath's OpenSlide server),
     or ``'level0'``, level 0 as it is (a slide QuPath opened with Bio-Formats or
-    ``--no-crop``); ``infer_slide``'s ``use_bounds``.
+    ``--no-crop``); ``infer_slide``'s ``use_bounds``. ``flips`` are the test-time flips
+    (``tools/infer_slide.py --tta``).
     """
     roi: Optional[Tuple[int, int, int, int]] = None
     frame: str = 'bounds'
@@ -42,6 +43,7 @@ class CohortSettings:
     class_agnostic: bool = False
     tissue: Optional[TissueMaskConfig] = field(default_factory=TissueMaskConfig)
     scale: Optional[float] = None
+    flips: Tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.frame not in FRAMES:
@@ -60,23 +62,25 @@ class CohortSettings:
         return dict(kwargs, use_bounds=self.use_bounds)
 
     def as_dict(self) -> dict:
-        """JSON-ready dict (the tissue settings as a dict or ``None``; ``scale`` only
-        when set, so that the runs before it keep their fingerprint)."""
+        """JSON-ready dict (the tissue settings as a dict or ``None``; ``scale`` and
+        ``flips`` only when set, so that the runs before them keep their fingerprint)."""
         out = asdict(self)
         out['roi'] = None if self.roi is None else list(self.roi)
-        if self.scale is None:
-            del out['scale']
+        out['flips'] = list(self.flips)
+        for key in ('scale', 'flips'):
+            if not out[key]:
+                del out[key]
         return out
 
 
 def model_settings(model, checkpoint, target_mpp=None, tile_size=None, nms_iou=None,
-                   **settings) -> CohortSettings:
+                   flips=None, **settings) -> CohortSettings:
     """The :class:`CohortSettings` of ``model`` (loaded from ``checkpoint``): ``settings``
     with ``target_mpp`` defaulting to the model's training resolution
     (``dataset_meta['mpp']``), ``scale`` to its training images' resampling factor
-    (``dataset_meta['scale']``; process 0 warns when both are unknown), ``tile_size``
-    and ``nms_iou`` to the config's (:func:`~.slide_model.slide_defaults`, which also
-    gives ``class_agnostic``)."""
+    (``dataset_meta['scale']``; process 0 warns when both are unknown), ``tile_size``,
+    ``nms_iou`` and ``flips`` to the config's (:func:`~.slide_model.slide_defaults`,
+    which also gives ``class_agnostic``)."""
     target_mpp = target_mpp or model.dataset_meta.get('mpp')
     scale = model.dataset_meta.get('scale')
     rank, _ = get_dist_info()
@@ -89,6 +93,7 @@ def model_settings(model, checkpoint, target_mpp=None, tile_size=None, nms_iou=N
     return CohortSettings(
         target_mpp=target_mpp, scale=scale, tile_size=tile_size or defaults['tile_size'],
         nms_iou=defaults['nms_iou'] if nms_iou is None else nms_iou,
+        flips=defaults['flips'] if flips is None else tuple(flips),
         class_agnostic=defaults['class_agnostic'], **settings)
 
 

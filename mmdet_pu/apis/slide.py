@@ -29,14 +29,17 @@ The steps of :func:`infer_slide`:
    tiles are detected and merged as one detector's, then the members' slide-wide
    detections are fused, region by region
    (:func:`~mmdet_pu.engine.runner.tile_merge.fuse_slide_detections`), and
-   ``score_thr`` applies to the fused scores.
+   ``score_thr`` applies to the fused scores. With ``flips`` (test-time flips,
+   docs/method.md#test-time-flips) every tile is also predicted mirrored, each view's
+   tiles are merged as one detector's and the views are fused the same way, per model
+   (per member) before the members are, as the tiled loops do.
 5. **Result.** The cells in QuPath's frame, in one order however the slide was run
    (:class:`~.slide_result.SlideResult`).
 """
 import contextlib
 import time
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -44,7 +47,9 @@ from tqdm import tqdm
 
 from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
                                                merge_slide_detections, tile_cores)
+from mmdet_pu.engine.runner.test_flips import check_flips, flip_back, flip_tile
 from mmdet_pu.engine.runner.tiled_loop import prediction_steps
+from mmdet_pu.models.detectors.box_fusion import fuse_instances
 from cellio.qupath import default_color
 from cellio.slides import SlideReader, open_slide
 from cellio.tiling import window_grid
@@ -60,7 +65,8 @@ def infer_slide(model, slide, roi=None, level=None,
                 batch_size=8, score_thr=0.5, nms_iou=0.3, class_agnostic=False,
                 tissue: Optional[TissueMaskConfig] = TissueMaskConfig(), prefetch=2,
                 progress=True, use_bounds=True,
-                scale: Union[float, str, None] = 'model') -> SlideResult:
+                scale: Union[float, str, None] = 'model',
+                flips: Sequence[str] = ()) -> SlideResult:
     """Detect the cells of a slide region (the steps: module doc).
 
     Args:
@@ -94,7 +100,11 @@ def infer_slide(model, slide, roi=None, level=None,
         use_bounds: QuPath's frame is the OpenSlide bounds (QuPath's OpenSlide server);
             ``False`` for level 0 (a slide QuPath opened with Bio-Formats or
             ``--no-crop``).
+        flips: test-time flips, directions among ``'horizontal'``, ``'vertical'``,
+            ``'diagonal'`` (``tools/infer_slide.py --tta``: all three; four times the
+            inference); the views' detections are fused (module doc, step 4).
     """
+    flips = check_flips(flips, 'infer_slide')
     start_time = time.perf_counter()
     fmt = input_format(model.cfg) if getattr(model, 'cfg', None) is not None \
         else InputFormat()
@@ -111,15 +121,14 @@ def infer_slide(model, slide, roi=None, level=None,
         windows = tile_windows(reader, region, plan, tile_size, overlap)
         tiles, mask = tissue_tiles(reader, region, plan.level, windows, tissue)
         steps, fuse = prediction_steps(model)
-        # an ensemble's members keep every detection: score_thr is the fused score's
+        fused = fuse is not None or bool(flips)
+        # fused members and views keep every detection: score_thr is the fused score's
         found = detect_tiles(steps, reader, plan, tiles, fmt, batch_size,
-                             score_thr if fuse is None else 0.0, prefetch, progress)
-    merged = [merge_slide_detections(*member, nms_iou=nms_iou,
-                                     class_agnostic=class_agnostic) for member in found]
-    if fuse is None:
-        bboxes, scores, labels = merged[0]
-    else:
-        bboxes, scores, labels = fuse_slide_detections(merged, fuse)
+                             0.0 if fused else score_thr, prefetch, progress, flips)
+    merged = [merge_views(views, nms_iou, class_agnostic) for views in found]
+    bboxes, scores, labels = merged[0] if fuse is None \
+        else fuse_slide_detections(merged, fuse)
+    if fused:
         keep = scores >= score_thr
         bboxes, scores, labels = bboxes[keep], scores[keep], labels[keep]
     bboxes, scores, labels = in_qupath_order(bboxes, scores, labels, origin, len(classes))
@@ -166,39 +175,55 @@ def tissue_tiles(reader: SlideReader, region, level, windows, tissue):
 
 
 def detect_tiles(steps, reader: SlideReader, plan: ResolutionPlan, windows,
-                 fmt: InputFormat, batch_size, score_thr, prefetch, progress):
+                 fmt: InputFormat, batch_size, score_thr, prefetch, progress, flips=()):
     """The detections of each model's ``test_step`` in ``steps`` (one detector, or the
     members of an ensemble) on the ``windows`` of ``plan.level``, read once and ahead in
-    batches (:func:`~.tile_batches.tile_batches`): per step, those scoring at least
+    batches (:func:`~.tile_batches.tile_batches`), each window as it is and mirrored in
+    each of ``flips`` (its boxes flipped back): per step and view, those scoring at least
     ``score_thr``, of positive size and centred in their window's core, as
     ``(bboxes, scores, labels)`` arrays in level-0 pixels."""
     scale = reader.level_downsamples[plan.level]
     cores = dict(zip(windows, tile_cores(windows)))
-    found = [([], [], []) for _ in steps]
+    views = (None, *flips)
+    found = [[([], [], []) for _ in views] for _ in steps]
     batches = tile_batches(reader, plan.level, windows, batch_size,
                            tile_converter(fmt, plan.resample), prefetch)
     with tqdm(total=len(windows), unit='tile', disable=not progress,
               desc=reader.path.name, leave=False) as bar, \
             contextlib.closing(batches), torch.no_grad():
         for inputs, chunk in batches:
-            for step, (boxes, scores, labels) in zip(steps, found):
-                outputs = step(dict(inputs=inputs, data_samples=[
-                    tile_sample(tensor, window) for tensor, window in zip(inputs, chunk)]))
-                for out, window in zip(outputs, chunk):
-                    pred = out.pred_instances
-                    x, y = window[:2]
-                    bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
-                    sizes = bboxes[:, 2:] - bboxes[:, :2]
-                    keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & in_core(
-                        bboxes, cores[window])
-                    boxes.append(bboxes[keep].cpu().numpy() * scale)
-                    scores.append(pred.scores[keep].cpu().numpy())
-                    labels.append(pred.labels[keep].cpu().numpy())
+            for step, step_found in zip(steps, found):
+                for flip, (boxes, scores, labels) in zip(views, step_found):
+                    tiles = inputs if flip is None else [flip_tile(t, flip) for t in inputs]
+                    outputs = step(dict(inputs=tiles, data_samples=[
+                        tile_sample(tensor, window) for tensor, window in zip(tiles, chunk)]))
+                    for out, window in zip(outputs, chunk):
+                        pred = out.pred_instances
+                        x, y, w, h = window
+                        if flip is not None:
+                            flip_back(pred, flip, h, w)
+                        bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
+                        sizes = bboxes[:, 2:] - bboxes[:, :2]
+                        keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & \
+                            in_core(bboxes, cores[window])
+                        boxes.append(bboxes[keep].cpu().numpy() * scale)
+                        scores.append(pred.scores[keep].cpu().numpy())
+                        labels.append(pred.labels[keep].cpu().numpy())
             bar.update(len(chunk))
-    return [(np.concatenate(boxes), np.concatenate(scores), np.concatenate(labels))
-            if boxes else
-            (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
-            for boxes, scores, labels in found]
+    return [[(np.concatenate(boxes), np.concatenate(scores), np.concatenate(labels))
+             if boxes else
+             (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
+             for boxes, scores, labels in step_found] for step_found in found]
+
+
+def merge_views(views, nms_iou, class_agnostic):
+    """One model's slide-wide ``(bboxes, scores, labels)`` from its views' tile
+    detections: each view's tiles merged as one detector's
+    (:func:`~mmdet_pu.engine.runner.tile_merge.merge_slide_detections`), then, with test-time
+    flips, the views fused region by region (as the tiled loops fuse them)."""
+    merged = [merge_slide_detections(*view, nms_iou=nms_iou, class_agnostic=class_agnostic)
+              for view in views]
+    return merged[0] if len(merged) == 1 else fuse_slide_detections(merged, fuse_instances)
 
 
 def in_qupath_order(bboxes, scores, labels, origin, num_classes):

@@ -164,12 +164,13 @@ def input_format(cfg) -> InputFormat:
 
 
 def slide_defaults(cfg) -> dict:
-    """``tile_size``, ``nms_iou`` and ``class_agnostic`` of the config's
-    ``TiledTestLoop`` (else the model's test NMS), the settings the model was evaluated
-    with."""
+    """``tile_size``, ``nms_iou``, ``class_agnostic`` and ``flips`` of the config's
+    ``TiledTestLoop`` (else the model's test NMS, no flips), the settings the model was
+    evaluated with."""
     nms = cfg.model.get('test_cfg', {}).get('rcnn', {}).get('nms', {})
     loop = cfg.get('test_cfg') or {}
     return dict(
         tile_size=int(loop.get('tile_size', 512)),
         nms_iou=float(loop.get('nms_iou', nms.get('iou_threshold', 0.3))),
-        class_agnostic=bool(loop.get('class_agnostic', nms.get('class_agnostic', False))))
+        class_agnostic=bool(loop.get('class_agnostic', nms.get('class_agnostic', False))),
+        flips=tuple(loop.get('flips', ())))

@@ -29,7 +29,8 @@ had (no dump, no selected threshold) ends the command with a one-line message (s
 mirrored left-right, up-down and both, and the four views' detections are fused
 (:mod:`mmdet_pu.engine.runner.test_flips`, docs/method.md#test-time-flips; four times the
 inference). The validation threshold that ``--score-thr val`` reads was selected without
-flips. A config whose test loop is not tiled is refused (status 2).
+flips. A config whose test loop is not a ``TiledTestLoop`` (or a registered subclass of
+it) is refused (status 2).
 """
 import argparse
 import sys
@@ -39,7 +40,9 @@ from mmengine.config import DictAction
 from cellio.cli import add_launcher_arguments, parse_launch_args, score_thr_or_val
 from mmdet.engine.hooks.utils import trigger_visualization_hook
 from mmdet.evaluation import DumpDetResults
+from mmdet.registry import LOOPS
 from mmdet_pu.engine.launch import build_runner, load_test_config
+from mmdet_pu.engine.runner import TiledTestLoop
 from mmdet_pu.engine.runner.test_flips import TTA_FLIPS
 from mmdet_pu.evaluation.validation_thr import ValidationThrError
 
@@ -85,13 +88,22 @@ def parse_args():
     return args
 
 
+def is_tiled_test_loop(loop_type) -> bool:
+    """Whether a ``test_cfg`` type (a registered name or a class) is ``TiledTestLoop``
+    or a subclass of it, so that it takes ``flips``."""
+    if isinstance(loop_type, str):
+        loop_type = LOOPS.get(loop_type)
+    return isinstance(loop_type, type) and issubclass(loop_type, TiledTestLoop)
+
+
 def build_cfg(args):
     cfg = load_test_config(args.config, args.checkpoint, args.cfg_options, args.work_dir,
                            args.launcher, args.score_thr, args.show_dir, args.overlay_style)
     if args.tta:
-        if cfg.test_cfg.get('type') != 'TiledTestLoop':
-            raise TTAError(f'--tta: expected a tiled test loop (test_cfg type '
-                           f"TiledTestLoop), {args.config} has {cfg.test_cfg.get('type')!r}")
+        loop_type = cfg.test_cfg.get('type')
+        if not is_tiled_test_loop(loop_type):
+            raise TTAError('--tta: expected a tiled test loop (test_cfg type TiledTestLoop '
+                           f'or a subclass), {args.config} has {loop_type!r}')
         cfg.test_cfg.flips = list(TTA_FLIPS)
     if args.show:
         # mmdet's hook only shows the pictures; --show-dir files come from the overlays

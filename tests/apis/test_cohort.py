@@ -30,6 +30,7 @@ from mmdet_pu.apis.cohort_plan import find_cohort, shard_slides, slide_weight
 from mmdet_pu.apis.cohort_records import MANIFEST, RECORDS, read_slide_record
 from mmdet_pu.apis.cohort_settings import CohortSettings
 from mmdet_pu.apis.tissue import TissueMaskConfig
+from mmdet_pu.engine.runner.test_flips import TTA_FLIPS
 from tests._data import REPO
 from tests.apis._fixtures import BlobDetector, write_slide
 
@@ -283,6 +284,13 @@ def test_failures_are_recorded_and_retried_and_changed_settings_recompute(tmp_pa
     summary = run_cohort(BlobDetector(), slides, out, changed, overwrite=True,
                          progress=False)
     assert summary.run == ['s1.tif', 's2.tif', 's3.tif'] and summary.skipped == []
+
+    flipped = CohortSettings(tile_size=128, overlap=32, score_thr=0.4, flips=TTA_FLIPS)
+    with pytest.warns(UserWarning, match=r"\(flips: None -> \['horizontal', 'vertical', "
+                                         r"'diagonal'\]\); they are recomputed"):
+        summary = run_cohort(BlobDetector(), slides, out, flipped, progress=False)
+    assert summary.run == ['s1.tif', 's2.tif', 's3.tif']
+    assert read_slide_record(out, slides[0])['settings']['flips'] == list(TTA_FLIPS)
 
 
 # ------------------------------------------------------------------ the plan --

@@ -153,13 +153,17 @@ def test_cells_on_tile_borders_are_found_once(pyramid):
 
 def test_slide_defaults_are_the_test_settings_of_the_config():
     cfg = Config.fromfile(str(REPO / 'configs/synthetic/synthetic_multi_cap2_mpu.py'))
-    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.3, class_agnostic=False)
-    cfg.merge_from_dict({'test_cfg.class_agnostic': True, 'test_cfg.nms_iou': 0.4})
-    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.4, class_agnostic=True)
+    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.3, class_agnostic=False,
+                                       flips=())
+    cfg.merge_from_dict({'test_cfg.class_agnostic': True, 'test_cfg.nms_iou': 0.4,
+                         'test_cfg.flips': ['vertical']})
+    assert slide_defaults(cfg) == dict(tile_size=256, nms_iou=0.4, class_agnostic=True,
+                                       flips=('vertical', ))
     # without a TiledTestLoop: the model's test NMS
     plain = Config(dict(model=dict(test_cfg=dict(rcnn=dict(nms=dict(
         type='nms', iou_threshold=0.5, class_agnostic=True))))))
-    assert slide_defaults(plain) == dict(tile_size=512, nms_iou=0.5, class_agnostic=True)
+    assert slide_defaults(plain) == dict(tile_size=512, nms_iou=0.5, class_agnostic=True,
+                                         flips=())
 
 
 @pytest.mark.parametrize('class_agnostic', [False, True])
@@ -547,6 +551,56 @@ def test_cohort_settings_take_the_models_scale_and_keep_old_fingerprints():
     assert settings.infer_kwargs()['scale'] == 0.25
     assert settings.as_dict()['scale'] == 0.25
     assert 'scale' not in CohortSettings().as_dict()
+
+
+def test_cohort_settings_take_test_time_flips_from_the_config_or_the_command_line():
+    model = BlobDetector()
+    loop = dict(type='TiledTestLoop', tile_size=128, flips=['horizontal'])
+    model.cfg = Config(dict(model=dict(), test_cfg=loop))
+    assert model_settings(model, 'x.pth').flips == ('horizontal', )
+    settings = model_settings(model, 'x.pth', flips=('horizontal', 'vertical', 'diagonal'))
+    assert settings.infer_kwargs()['flips'] == ('horizontal', 'vertical', 'diagonal')
+    assert json.loads(json.dumps(settings.as_dict()))['flips'] == [
+        'horizontal', 'vertical', 'diagonal']
+    assert 'flips' not in CohortSettings().as_dict()  # the runs before flips: same records
+
+
+class HalfTileDetector(BlobDetector):
+    """A :class:`BlobDetector` that sees only the left half of every tile it is given,
+    so that each mirrored view finds other cells."""
+
+    def forward(self, inputs, data_samples=None, mode='predict'):
+        outputs = super().forward(inputs, data_samples, mode)
+        for sample in outputs:
+            pred = sample.pred_instances
+            width = sample.ori_shape[1]
+            sample.pred_instances = pred[(pred.bboxes[:, 0] + pred.bboxes[:, 2]) / 2 < width / 2]
+        return outputs
+
+
+def test_test_time_flips_fuse_each_models_mirrored_views(pyramid):
+    settings = dict(tile_size=128, overlap=32, tissue=None, progress=False)
+    flips = ('horizontal', 'vertical', 'diagonal')
+    with open_slide(pyramid) as slide:
+        plain = infer_slide(BlobDetector(), slide, score_thr=0.0, **settings)
+        flipped = infer_slide(BlobDetector(), slide, score_thr=0.0, flips=flips, **settings)
+        half = infer_slide(HalfTileDetector(), slide, score_thr=0.0, flips=flips, **settings)
+        half_plain = infer_slide(HalfTileDetector(), slide, score_thr=0.0, **settings)
+        half_kept = infer_slide(HalfTileDetector(), slide, score_thr=0.6, flips=flips,
+                                **settings)
+        with pytest.raises(ValueError, match='infer_slide: flips must be distinct'):
+            infer_slide(BlobDetector(), slide, flips=('sideways', ), **settings)
+    # a detector that sees the same in every view: its boxes flip back onto the cells
+    np.testing.assert_allclose(sorted(flipped.bboxes.tolist()), cell_boxes(), atol=1e-4)
+    assert flipped.scores.tolist() == pytest.approx(plain.scores.tolist())
+    # one that sees the left half of each tile finds half the cells as they are, every
+    # cell in the two views that mirror it into that half, and keeps half the votes
+    assert 0 < len(half_plain.bboxes) < len(CELLS)
+    assert half_plain.scores.tolist() == [1.0] * len(half_plain.scores)
+    np.testing.assert_allclose(sorted(half.bboxes.tolist()), cell_boxes(), atol=1e-4)
+    assert half.scores.tolist() == [0.5] * len(CELLS)
+    # score_thr applies to the fused scores, not to each view's
+    assert len(half_kept.scores) == 0
 
 
 @pytest.mark.parametrize('slide_mpp, levels, model_mpp, level', [

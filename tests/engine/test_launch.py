@@ -113,3 +113,26 @@ def test_tta_adds_the_three_flips_to_the_tiled_test_loop(tmp_path, monkeypatch):
     assert cfg.test_cfg.flips == ['horizontal', 'vertical', 'diagonal']
     monkeypatch.setattr('sys.argv', ['test.py', CONFIG, str(tmp_path / 'x.pth')])
     assert 'flips' not in test_command.build_cfg(test_command.parse_args()).test_cfg
+
+
+def test_tta_serves_a_users_subclass_of_the_tiled_test_loop(tmp_path, monkeypatch):
+    from mmdet.registry import LOOPS
+    from mmdet_pu.commands import test as test_command
+    from mmdet_pu.engine.runner import TiledTestLoop
+
+    class UsersTiledLoop(TiledTestLoop):
+        pass
+
+    name = 'UsersTiledLoopOfTestLaunch'
+    LOOPS.register_module(name=name, module=UsersTiledLoop, force=True)
+    try:
+        monkeypatch.setattr('sys.argv', ['test.py', CONFIG, str(tmp_path / 'x.pth'), '--tta',
+                                         '--cfg-options', f'test_cfg.type={name}'])
+        cfg = test_command.build_cfg(test_command.parse_args())
+    finally:
+        LOOPS._module_dict.pop(name)
+    assert cfg.test_cfg.type == name
+    assert cfg.test_cfg.flips == ['horizontal', 'vertical', 'diagonal']
+    assert test_command.is_tiled_test_loop(UsersTiledLoop)
+    assert not test_command.is_tiled_test_loop('TestLoop')
+    assert not test_command.is_tiled_test_loop(None)

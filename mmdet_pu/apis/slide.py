@@ -194,14 +194,8 @@ def detect_tiles(steps, reader: SlideReader, plan: ResolutionPlan, windows,
         for inputs, chunk in batches:
             for step, step_found in zip(steps, found):
                 for flip, (boxes, scores, labels) in zip(views, step_found):
-                    tiles = inputs if flip is None else [flip_tile(t, flip) for t in inputs]
-                    outputs = step(dict(inputs=tiles, data_samples=[
-                        tile_sample(tensor, window) for tensor, window in zip(tiles, chunk)]))
-                    for out, window in zip(outputs, chunk):
-                        pred = out.pred_instances
-                        x, y, w, h = window
-                        if flip is not None:
-                            flip_back(pred, flip, h, w)
+                    for pred, window in zip(predict_view(step, inputs, chunk, flip), chunk):
+                        x, y = window[:2]
                         bboxes = pred.bboxes + pred.bboxes.new_tensor([x, y, x, y])
                         sizes = bboxes[:, 2:] - bboxes[:, :2]
                         keep = (pred.scores >= score_thr) & (sizes > 0).all(dim=1) & \
@@ -214,6 +208,20 @@ def detect_tiles(steps, reader: SlideReader, plan: ResolutionPlan, windows,
              if boxes else
              (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
              for boxes, scores, labels in step_found] for step_found in found]
+
+
+def predict_view(step, inputs, windows, flip):
+    """``step``'s detections of a batch of tiles (``inputs`` at ``windows``), the tiles
+    mirrored in ``flip`` (None: as they are) and the boxes flipped back: per tile, its
+    ``pred_instances`` in the window's pixels."""
+    tiles = inputs if flip is None else [flip_tile(tile, flip) for tile in inputs]
+    outputs = step(dict(inputs=tiles, data_samples=[
+        tile_sample(tile, window) for tile, window in zip(tiles, windows)]))
+    preds = [out.pred_instances for out in outputs]
+    if flip is not None:
+        for pred, (_, _, w, h) in zip(preds, windows):
+            flip_back(pred, flip, h, w)
+    return preds
 
 
 def merge_views(views, nms_iou, class_agnostic):

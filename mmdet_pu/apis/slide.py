@@ -46,10 +46,9 @@ import torch
 from tqdm import tqdm
 
 from mmdet_pu.engine.runner.tile_merge import (fuse_slide_detections, in_core,
-                                               merge_slide_detections, tile_cores)
+                                               merge_slide_views, tile_cores)
 from mmdet_pu.engine.runner.test_flips import check_flips, flip_back, flip_tile
 from mmdet_pu.engine.runner.tiled_loop import prediction_steps
-from mmdet_pu.models.detectors.box_fusion import fuse_instances
 from cellio.qupath import default_color
 from cellio.slides import SlideReader, open_slide
 from cellio.tiling import window_grid
@@ -125,7 +124,7 @@ def infer_slide(model, slide, roi=None, level=None,
         # fused members and views keep every detection: score_thr is the fused score's
         found = detect_tiles(steps, reader, plan, tiles, fmt, batch_size,
                              0.0 if fused else score_thr, prefetch, progress, flips)
-    merged = [merge_views(views, nms_iou, class_agnostic) for views in found]
+    merged = [merge_slide_views(views, nms_iou, class_agnostic) for views in found]
     bboxes, scores, labels = merged[0] if fuse is None \
         else fuse_slide_detections(merged, fuse)
     if fused:
@@ -222,16 +221,6 @@ def predict_view(step, inputs, windows, flip):
         for pred, (_, _, w, h) in zip(preds, windows):
             flip_back(pred, flip, h, w)
     return preds
-
-
-def merge_views(views, nms_iou, class_agnostic):
-    """One model's slide-wide ``(bboxes, scores, labels)`` from its views' tile
-    detections: each view's tiles merged as one detector's
-    (:func:`~mmdet_pu.engine.runner.tile_merge.merge_slide_detections`), then, with test-time
-    flips, the views fused region by region (as the tiled loops fuse them)."""
-    merged = [merge_slide_detections(*view, nms_iou=nms_iou, class_agnostic=class_agnostic)
-              for view in views]
-    return merged[0] if len(merged) == 1 else fuse_slide_detections(merged, fuse_instances)
 
 
 def in_qupath_order(bboxes, scores, labels, origin, num_classes):

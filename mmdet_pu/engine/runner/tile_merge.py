@@ -29,6 +29,8 @@ import torch
 from mmcv.ops import batched_nms
 from mmengine.structures import InstanceData
 
+from ...models.detectors.box_fusion import fuse_instances
+
 
 def _span_cores(spans: List[Tuple[int, int]]) -> Dict[int, Tuple[float, float]]:
     """Per start, the ``[low, high)`` core of each span ``(start, length)`` of one line.
@@ -196,6 +198,17 @@ def fuse_slide_detections(member_detections, fuse, region=1024):
     members = [_as_arrays(*detections) for detections in member_detections]
     return _by_region(members, lambda candidates: fuse(
         [_instances(*detections) for detections in candidates]), region)
+
+
+def merge_slide_views(views, nms_iou=0.3, class_agnostic=False):
+    """One model's slide-wide ``(bboxes, scores, labels)`` from the tile detections of its
+    views (``[(bboxes, scores, labels), ...]``, the tiles as they are first): each
+    view's tiles merged as one detector's (:func:`merge_slide_detections`), then, with
+    test-time flips, the views fused region by region (:func:`fuse_slide_detections`
+    with the tiled loops' fusion of views, :mod:`.test_flips`)."""
+    merged = [merge_slide_detections(*view, nms_iou=nms_iou, class_agnostic=class_agnostic)
+              for view in views]
+    return merged[0] if len(merged) == 1 else fuse_slide_detections(merged, fuse_instances)
 
 
 def _as_arrays(bboxes, scores, labels):

@@ -174,7 +174,7 @@ def tissue_tiles(reader: SlideReader, region, level, windows, tissue):
 
 
 def detect_tiles(steps, reader: SlideReader, plan: ResolutionPlan, windows,
-                 fmt: InputFormat, batch_size, score_thr, prefetch, progress, flips=()):
+                 fmt: InputFormat, batch_size, score_thr, prefetch, progress, flips):
     """The detections of each model's ``test_step`` in ``steps`` (one detector, or the
     members of an ensemble) on the ``windows`` of ``plan.level``, read once and ahead in
     batches (:func:`~.tile_batches.tile_batches`), each window as it is and mirrored in

@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 
 from mmengine.dist import get_dist_info
 
+from mmdet_pu.engine.runner.test_flips import check_flips
 from .slide_model import slide_defaults
 from .tissue import TissueMaskConfig
 
@@ -49,6 +50,8 @@ class CohortSettings:
         if self.frame not in FRAMES:
             raise ValueError(f'frame must be one of {", ".join(FRAMES)}, got '
                              f'{self.frame!r}')
+        # checked before any slide runs (a config's flips too), kept as a tuple
+        object.__setattr__(self, 'flips', check_flips(self.flips, 'CohortSettings'))
 
     @property
     def use_bounds(self) -> bool:
@@ -93,7 +96,7 @@ def model_settings(model, checkpoint, target_mpp=None, tile_size=None, nms_iou=N
     return CohortSettings(
         target_mpp=target_mpp, scale=scale, tile_size=tile_size or defaults['tile_size'],
         nms_iou=defaults['nms_iou'] if nms_iou is None else nms_iou,
-        flips=defaults['flips'] if flips is None else tuple(flips),
+        flips=defaults['flips'] if flips is None else flips,
         class_agnostic=defaults['class_agnostic'], **settings)
 
 

@@ -176,6 +176,18 @@ def tree(out):
             if p.is_file()}
 
 
+def test_tta_on_the_command_line_reaches_every_slides_settings(cohort, tmp_path):
+    slide = cohort / 'slides' / 'a_small.tif'
+    out = tmp_path / 'tta'
+    proc = subprocess.run([sys.executable, 'tools/infer_slide.py', str(cohort / 'cfg.py'),
+                           str(cohort / 'model.pth'), str(slide), '--out', str(out),
+                           *SETTINGS, '--tta'], cwd=REPO, env=tool_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_slide_record(out, slide)['settings']['flips'] == list(TTA_FLIPS)
+    assert manifest(out)['a_small.tif']['status'] == 'done'
+
+
 def test_a_killed_run_resumes_with_only_the_unfinished_slides(cohort, runs):
     out = cohort / 'killed'
     args = [str(cohort / 'cfg.py'), str(cohort / 'model.pth'), str(cohort / 'slides')]

@@ -563,6 +563,9 @@ def test_cohort_settings_take_test_time_flips_from_the_config_or_the_command_lin
     assert json.loads(json.dumps(settings.as_dict()))['flips'] == [
         'horizontal', 'vertical', 'diagonal']
     assert 'flips' not in CohortSettings().as_dict()  # the runs before flips: same records
+    assert CohortSettings(flips=['vertical']).flips == ('vertical', )
+    with pytest.raises(ValueError, match='CohortSettings: flips must be distinct'):
+        CohortSettings(flips=['vertical', 'vertical'])
 
 
 class HalfTileDetector(BlobDetector):
